@@ -66,8 +66,11 @@ and frozen at 06:12 and 06:13 UTC, scored once held out at 08:25 UTC on e7b8ec4,
 development suites since).  ``suite_zz`` and ``suite_zza`` (written blind and frozen on 2026-12-05 at 08:42 and
 08:38 UTC, scored once held out at 10:29 UTC on 49ca2a9, the round's final analysis: development suites since).
 ``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC, scored once held out at 11:11-11:12
-UTC on 3b3cfe4, the last round's final analysis: development suites since).  No suite is held out now
-(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
+UTC on 3b3cfe4, the last round's final analysis: development suites since).  ``suite_zzd`` and
+``suite_zze`` (written blind and frozen on 2026-12-05 at 11:25 and 11:23 UTC, scored once held out at 13:19-13:20 UTC
+on 17c962d, the round's final analysis: development suites since).  ``suite_zzf`` and
+``suite_zzg`` (written blind and frozen on 2026-12-05 at 13:28 and 13:29 UTC: the next round's first measure) are held
+out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -90,6 +93,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_zzg": "held out (written blind and frozen on 2026-12-05 at 13:29 UTC; not yet scored: the next round's first measure, with suite_zzf)",
+    "suite_zzf": "held out (written blind and frozen on 2026-12-05 at 13:28 UTC; not yet scored: the next round's first measure, with suite_zzg)",
+    "suite_zze": "development (scored once held out on 2026-12-05 at 13:20 UTC on 17c962d; its misses not yet studied)",
+    "suite_zzd": "development (scored once held out on 2026-12-05 at 13:19 UTC on 17c962d; its misses not yet studied)",
     "suite_zzc": "development (scored once held out on 2026-12-05 at 11:12 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zzb": "development (scored once held out on 2026-12-05 at 11:11 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zza": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",

@@ -24,6 +24,8 @@ Steps, all seeded (`benchmarks.learning.SEED`):
    docs/reliability.png.
 
 ``--corpus FILE`` reuses (or writes, when missing) a corpus cache;
+``--group route`` fits `benchmarks.learning.RECIPE` counting cases by recording route instead of by suite
+(`Recipe.group`; every cross-validation and the final model);
 ``--out`` writes the model elsewhere; ``--render-only`` re-renders the docs
 from benchmarks/train_results.json and the model without fitting;
 ``--compare --corpus FILE`` cross-validates the first shipped model's recipe
@@ -333,18 +335,18 @@ def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -
     plt.close(fig)
 
 
-def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
-    """Every cross-validation the model card reports."""
+def evaluate(cases: list[Case], progress: Any = print, recipe: L.Recipe | None = None) -> dict[str, Any]:
+    """Every cross-validation the model card reports, of ``recipe`` (default `benchmarks.learning.RECIPE`)."""
     res: dict[str, Any] = {}
-    loso = L.cross_validate(cases, L.by_suite)
+    loso = L.cross_validate(cases, L.by_suite, recipe=recipe)
     res["loso"] = L.table(loso, lambda r: r["case"].suite)
     res["loso_framework"] = L.table([r for r in loso if r["case"].suite in L.FRAMEWORK], lambda r: r["case"].suite)
     res["loso_fault"] = L.table(loso, lambda r: f"{r['case'].suite}/{r['case'].fault}")
     progress("cv: leave one suite out done")
-    loro = L.cross_validate(cases, L.by_route)
+    loro = L.cross_validate(cases, L.by_route, recipe=recipe)
     res["loro"] = L.table(loro, lambda r: r["case"].route)
     progress("cv: leave one route out done")
-    k5 = L.cross_validate(cases, L.kfold(5))
+    k5 = L.cross_validate(cases, L.kfold(5), recipe=recipe)
     res["kfold"] = L.table(k5, lambda r: r["case"].suite)
     res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
     progress("cv: five folds by agent done")
@@ -380,11 +382,14 @@ def compare(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     return out
 
 
-def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any]) -> Model:
-    """The model on every case, calibrated (`blind`) on the framework suites' leave-one-suite-out predictions."""
+def final(
+    cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any], recipe: L.Recipe | None = None
+) -> Model:
+    """The model on every case (``recipe``, default `benchmarks.learning.RECIPE`), calibrated (`blind`) on the
+    framework suites' leave-one-suite-out predictions."""
     from dataclasses import replace
 
-    model = L.fit(cases)
+    model = L.fit(cases, recipe=recipe)
     rows = [r for r in oof if r["case"].suite in L.FRAMEWORK]
     iso = _isotonic([r["top_p"] for r in rows], [int(r["top_ok"]) for r in rows])
     xs = tuple(round(float(x), 6) for x in iso.X_thresholds_)
@@ -407,12 +412,21 @@ def _render_docs(card: Path, res: dict[str, Any], model: Model | None) -> int:
     return 0
 
 
+def recipe(group: str | None = None) -> L.Recipe:
+    """`benchmarks.learning.RECIPE`, counting cases by ``group`` (``"suite"`` or ``"route"``) when given."""
+    from dataclasses import replace
+
+    return L.RECIPE if group is None else replace(L.RECIPE, group=group)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.train", description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="corpus cache (JSON lines): read when present, else written")
     ap.add_argument("--workdir", type=Path, help="where the blind suites are generated")
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
+    ap.add_argument("--group", choices=("suite", "route"),
+                    help="what the recipe's balance counts cases by (default: benchmarks.learning.RECIPE's)")
     ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
     ap.add_argument("--compare", action="store_true",
                     help="cross-validate the first model's recipe (pointwise, no ranker:* features) into the saved results")
@@ -432,14 +446,14 @@ def main(argv: list[str] | None = None) -> int:
         cases = corpus_mod.build(args.workdir or Path(tempfile.mkdtemp(prefix="trajdebug-train-")))
         if args.corpus is not None:
             corpus_mod.save(cases, args.corpus)
-    res = evaluate(cases)
+    r = recipe(args.group)
+    res = evaluate(cases, recipe=r)
     counts: dict[str, int] = defaultdict(int)
     for c in cases:
         counts[c.suite] += 1
-    r = L.RECIPE
     meta = {"seed": L.SEED, "params": dict(r.params), "balance": r.balance, "cap": r.cap, "drop": list(r.drop),
             "boost": dict(r.boost), "group": r.group, "cases": dict(counts), "steps": sum(len(c.rows) for c in cases)}
-    model = final(cases, res.pop("_oof"), res["calibration"], meta)
+    model = final(cases, res.pop("_oof"), res["calibration"], meta, recipe=r)
     args.out.write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n")
     diagram(res["calibration"]["bins"], args.card.parent / "reliability.png",
             f"Reliability, framework suites left out (ECE {res['calibration']['ece']:.3f})")

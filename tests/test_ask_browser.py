@@ -1038,3 +1038,48 @@ def test_a_container_inside_an_agent_or_beside_a_concurrent_writer_is_not_certai
                     assert not (want[-1]["root"] == "w" and want[-1]["certain"]), (name, want[-1])
     assert runs == 48 and checked == 3
     assert page.errors == []
+
+
+def test_the_page_asks_what_python_asks_on_random_runs_with_loops_of_parents(page: Any) -> None:
+    """On 60 random runs with containers where a step is made its own parent or a child of its own descendant (a
+    loop of parents), the page reads the enclosing steps Python reads (none for a looping step) and, answered
+    truthfully three-valued, asks Python's questions in Python's order and ends at the same root."""
+    import random
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+    from trajdebug.report.question import ask_data
+
+    src = SEARCH_JS.read_text(encoding="utf-8")
+    for seed in range(60):
+        rng = random.Random(seed)
+        n = rng.randint(4, 30)
+        run = _random_run(rng, n, containers=True)
+        by = {s.step_id: s for s in run.steps}
+        a = f"s{rng.randrange(n - 1)}"
+        below = [s.step_id for s in run.steps if s.parent_id == a]
+        by[a] = dataclasses.replace(by[a], parent_id=rng.choice([a, *below]))
+        run = dataclasses.replace(run, steps=tuple(by[s.step_id] for s in run.steps))
+        root = f"s{rng.randrange(n - 1)}"
+        wrong = {root}
+        for s in run.steps:
+            if any(d.step_id in wrong for d in s.deps):
+                wrong.add(s.step_id)
+        truth = {s.step_id: (True, None) if s.step_id not in wrong else (False, s.step_id == root) for s in run.steps}
+        analysis = analyze(run)
+        search = GuidedSearch(analysis)
+        data = json.loads(json.dumps(ask_data(analysis)))
+        up = data["up"] or [-1] * len(search.ids)
+        assert up == [e[0] if (e := search.carrier.enclosing(i)) else -1 for i in range(len(search.ids))], seed
+        if a in search.index and by[a].parent_id == a:
+            assert up[search.index[a]] == -1, seed  # its own parent: at the top level
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            search.answer(Answer(sid, truth[sid][0], "person", admissible=truth[sid][1]))
+        expected = search.result()
+        got = page.evaluate(_ASKS, [src, data, {k: list(v) for k, v in truth.items()}])
+        if expected.conflict:
+            assert python[: len(got["asked"])] == got["asked"] and got["root"] is None, seed
+            continue
+        assert (got["asked"], got["root"], got["certain"]) == (python, expected.root, expected.certain), seed

@@ -620,3 +620,129 @@ def test_every_step_on_the_proven_roots_path_is_named_even_one_never_asked_about
     names = dict(g.names)
     assert all(s in names for s in g.path)
     assert "round 1" in "\n".join(guided_lines(g))
+
+
+def _drive(search: GuidedSearch, answer, *, by_done: bool) -> list[str]:  # type: ignore[no-untyped-def]
+    """Ask until done: by ``next_question`` alone, or by ``done()`` then ``next_question`` (a driver's two ways)."""
+    asked: list[str] = []
+    while not by_done or not search.done():
+        sid = search.next_question()
+        if sid is None:
+            break
+        asked.append(sid)
+        search.answer(answer(sid))
+    return asked
+
+
+def _kiln_chain() -> Analysis:
+    steps = (
+        Step("clay", "wedge_clay", "tool", output={"kg": 4}, start_ns=1, end_ns=2),
+        Step("pot", "throw_pot", "other", output={"walls_mm": 2}, deps=(Dependency("clay"),), start_ns=3, end_ns=4),
+        Step("glaze", "dip_glaze", "other", output={"coats": 5}, deps=(Dependency("pot"),), start_ns=5, end_ns=6),
+        Step("fire", "fire_kiln", "other", output=None, status="error", deps=(Dependency("glaze"),), start_ns=7, end_ns=8),
+    )
+    run = Run("run1", "kiln", 0, 9, "failure", steps=steps)
+    loc = Localization([], SearchStats(4, 4, 0.0), failures=(Failure("fire", "outcome", "x", "x", "final"),))
+    return Analysis(run, loc.failures, loc)
+
+
+def test_next_question_has_no_side_effect_so_a_done_driven_loop_still_rechecks() -> None:
+    """Asking for the next question any number of times gives the same step, so a loop on ``done()`` rechecks a
+    flipped answer as the plain loop does and proves the true root, not the step the flip called its own fault."""
+    flips: dict[str, int] = {}
+
+    def answer(sid: str) -> Answer:
+        flips[sid] = flips.get(sid, 0) + 1
+        if sid == "pot" and flips[sid] == 1:
+            return Answer(sid, False, "person", admissible=True)  # flipped: "its own fault"
+        return Answer(sid, False, "person", admissible=sid == "clay")
+
+    runs = []
+    for by_done in (False, True):
+        flips.clear()
+        search = GuidedSearch(_kiln_chain(), recheck=True, audit=0)
+        first = search.next_question()
+        assert [search.next_question() for _ in range(3)] == [first] * 3 and not search.done()
+        runs.append((_drive(search, answer, by_done=by_done), search.result().root, search.result().certain))
+    assert runs[0] == runs[1] and runs[1][1:] == ("clay", True) and runs[1][0].count("pot") == 2
+
+
+def test_a_done_driven_loop_spends_an_audit_only_when_it_is_answered() -> None:
+    """An audit question is marked when answered, not when chosen: a loop on ``done()`` still audits the proof
+    and finds the root the recording did not tie to the failure."""
+    analysis, wrong = _unrecorded_input()
+    search = GuidedSearch(analysis, audit=1)
+    asked = _drive(search, lambda sid: Answer(sid, sid not in wrong, "person"), by_done=True)
+    assert "c" in asked and (search.result().root, search.result().certain) == ("c", True)
+
+
+def test_a_step_recorded_as_its_own_parent_does_not_hide_a_containers_child_from_the_search() -> None:
+    """A step recorded as its own parent is read as a top-level step: the container whose child read it still
+    takes that child's output, so a truthful person leads the search to the wrong child, not the container."""
+    steps = (
+        Step("seed", "count_seed", "tool", output={"packets": 3}, parent_id="seed", start_ns=1, end_ns=2),
+        Step("plot", "plan_plot", "agent", output={"rows": 9}, start_ns=3, end_ns=20),
+        Step("rows", "space_rows", "tool", output={"cm": 90}, deps=(Dependency("seed"),), parent_id="plot", start_ns=4, end_ns=9),
+        Step("sow", "sow_field", "other", output=None, status="error", deps=(Dependency("plot"),), start_ns=21, end_ns=22),
+    )
+    run = Run("run1", "garden", 0, 30, "failure", steps=steps)
+    failures = (Failure("sow", "outcome", "x", "x", "final"),)
+    loc = Localization([Candidate("plot", 0.9, (), ()), Candidate("seed", 0.5, (), ()), Candidate("rows", 0.4, (), ())],
+                       SearchStats(4, 4, 0.0), failures=failures, ranking=("plot", "seed", "rows"))
+    wrong = {"plot", "rows", "sow"}
+    g = guided_search(Analysis(run, failures, loc), lambda s, r: Answer(s.step_id, s.step_id not in wrong, "person",
+                      admissible=None if s.step_id not in wrong else s.step_id != "sow"), timeout=None)
+    assert (g.root, g.certain) == ("rows", True)
+
+
+def test_a_child_reading_state_its_container_wrote_is_found_as_the_root() -> None:
+    """A turn writes shared state that its tool child then reads (a recorded state edge into the still-running
+    turn): the child's output still feeds the turn, so a truthful person is led to the wrong child, not the turn."""
+    import trajdebug
+    from trajdebug.record import MemorySink
+
+    with trajdebug.run("greenhouse", sinks=[MemorySink()]) as h:
+        with trajdebug.step("read_sensor", kind="tool") as s:
+            s.output = {"temp": "71", "unit": "F"}
+        with trajdebug.step("tend_house", kind="agent") as turn:
+            h.state["unit"] = "C"  # the turn sets up state for its tools
+            with trajdebug.step("convert_temp", kind="tool") as c:
+                c.output = {"temp_c": 71.0, "unit": h.state["unit"]}  # wrong: never converted (the root)
+            turn.output = {"vent": c.output["temp_c"] > 30}
+        with trajdebug.step("report", kind="llm") as f:
+            f.output = "vents opened"
+        h.fail("vents opened in the cold")
+    run = h.load()
+    names = {s.step_id: s.name for s in run.steps}
+    wrong = {"convert_temp": True, "tend_house": None, "report": False}
+
+    def truthful(step: Step, run: Run) -> Answer:
+        if step.name in wrong:
+            return Answer(step.step_id, False, "person", admissible=wrong[step.name])
+        return Answer(step.step_id, True, "person")
+
+    analysis = trajdebug.analyze(run)
+    for recheck in (False, True):
+        g = guided_search(analysis, truthful, timeout=None, recheck=recheck)
+        assert g.root is not None and (names[g.root], g.certain) == ("convert_temp", True)
+
+
+def test_an_answer_volunteered_between_a_recheck_and_its_answer_keeps_the_recheck_marked() -> None:
+    """A recheck stays pending through an answer volunteered about another step, so the rechecked step is marked
+    when its own answer comes and is not asked a third time."""
+    n: dict[str, int] = {}
+
+    def answer(sid: str) -> Answer:
+        n[sid] = n.get(sid, 0) + 1
+        flipped = sid == "pot" and n[sid] == 1  # "its own fault", then the truth
+        return Answer(sid, False, "person", admissible=flipped or sid == "clay")
+
+    search = GuidedSearch(_kiln_chain(), recheck=True, audit=0)
+    asked: list[str] = []
+    while (sid := search.next_question()) is not None and len(asked) < 20:
+        asked.append(sid)
+        if asked.count("pot") == 2 and sid == "pot":
+            search.answer(Answer("glaze", False, "person", admissible=False))  # volunteered meanwhile
+        search.answer(answer(sid))
+    assert asked.count("pot") == 2 and (search.result().root, search.result().certain) == ("clay", True)
+    assert search.index["pot"] in search.rechecked

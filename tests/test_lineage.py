@@ -12,6 +12,7 @@ from tests.builders import step
 from trajdebug.analysis.lineage import (
     Lineage,
     anomalies,
+    counted_loops,
     derivation,
     run_units,
     slips,
@@ -237,6 +238,78 @@ class TestAnomalies:
 
         assert "lineage:conflict" not in self._signals(hold(["A1", "A4"]))
         assert "lineage:conflict" in self._signals(hold(["B12", "B14"]))
+
+    @staticmethod
+    def _kennel_calls(answers: list[str]) -> list[Step]:
+        """A graph node's calls walking the kennels by a counter: call i is handed the whole state (the list, the
+        counter at i, the kennel it last worked on, none at first) and answers a kennel."""
+        kennels = ["K-101", "K-205", "K-317"]
+        return [
+            _s(f"n{i}", "next_kennel", "other", 1 + 2 * i, {"kennels": kennels, "position": i, "kennel": kennels[i - 1] if i else None, "walker": "Ines"}, {"kennel": k})
+            for i, k in enumerate(answers)
+        ]
+
+    def _loop_signals(self, calls: list[Step], at: int) -> list[str]:
+        step = calls[at]
+        lin = Lineage(_run(*calls))
+        return [e.diagnoser for e in anomalies(step, lin.view(step.step_id), loops=counted_loops(calls))]
+
+    def test_a_loop_whose_calls_walk_the_list_by_its_counter_contradicts_nothing(self) -> None:
+        """A node whose calls see the counter rise (0, 1, 2) and each answer the kennel at it is a loop moving
+        on: the call at 1 that replaces the kennel it last worked on with the one at the counter contradicts
+        nothing."""
+        calls = self._kennel_calls(["K-101", "K-205", "K-317"])
+        assert counted_loops(calls) == {((), "kennels", "position")}
+        assert self._loop_signals(calls, 1) == []
+
+    def test_a_call_answering_an_item_its_counter_does_not_name_breaks_the_loop(self) -> None:
+        """When the call at counter 1 answers the third kennel, the calls no longer walk the list by the counter:
+        no loop is proven and that call answered another item of the list."""
+        calls = self._kennel_calls(["K-101", "K-317", "K-317"])
+        assert counted_loops(calls) == frozenset()
+        assert self._loop_signals(calls, 1) != []
+
+    def test_a_step_writing_its_counter_back_one_higher_moves_on(self) -> None:
+        """A single call handed the counter at 1 that answers the kennel at it and writes the counter back as 2
+        proves its own loop: it contradicts nothing."""
+        state = {"kennels": ["K-101", "K-205", "K-317"], "position": 1, "kennel": "K-101", "walker": "Ines"}
+        assert self._signals(_s("n", "next_kennel", "other", 1, state, {"kennel": "K-205", "position": 2})) == []
+
+    def test_an_unrelated_int_beside_the_list_leaves_the_wrong_pick_flagged(self) -> None:
+        """A watering step handed the beds, the bed to water (B-7) and an ``attempt: 1`` (or ``page: 1``) that
+        answers the next bed (B-8) picked the wrong one: an int that equals the neighbour's position but never
+        rises from call to call is no counter."""
+        for extra in ({"attempt": 1}, {"page": 1}):
+            given = {"beds": ["B-7", "B-8", "B-9"], "bed": "B-7", **extra}
+            step = _s("w", "water_bed", "tool", 1, given, {"bed": "B-8", "litres": 4})
+            again = _s("v", "water_bed", "tool", 3, given, {"bed": "B-8", "litres": 4})
+            assert counted_loops([step, again]) == frozenset()
+            assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._signals(step))
+
+    def test_a_retry_answering_the_item_it_holds_proves_no_loop(self) -> None:
+        """A court booking tried at ``attempt: 0`` answers the court it was asked about (C-1), and its retry at
+        ``attempt: 1``, still asked about C-1, answers the neighbour C-2: the first call did not move on, so the
+        rising attempt is no loop's counter and the retry's pick stays flagged."""
+        courts = ["C-1", "C-2", "C-3"]
+        first = _s("r0", "book_court", "tool", 1, {"courts": courts, "court": "C-1", "attempt": 0}, {"court": "C-1", "player": "Noor"})
+        retry = _s("r1", "book_court", "tool", 3, {"courts": courts, "court": "C-1", "attempt": 1}, {"court": "C-2", "player": "Yara"})
+        assert counted_loops([first, retry]) == frozenset()
+        assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._loop_signals([first, retry], 1))
+
+    def test_a_counter_field_answered_as_an_object_without_a_yes_no_compare_is_no_counter(self) -> None:
+        """A bed-watering step built in Python whose answer holds, under its counter's key, an object whose ``==``
+        raises is read without error: that object is no counter written back, and the neighbour bed it answered
+        stays flagged."""
+
+        class Gauge:
+            def __eq__(self, other: object) -> bool:
+                raise RuntimeError("no compare")
+
+            __hash__ = object.__hash__
+
+        given = {"beds": ["B-7", "B-8", "B-9"], "slot": 1, "bed": "B-7"}
+        step = _s("w", "water_bed", "tool", 1, given, {"bed": "B-8", "slot": Gauge()})
+        assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._signals(step))
 
     def test_a_record_pairing_two_given_ids_across_their_records_is_crossed(self) -> None:
         """A ledger writer given O-5's payment PM-5 (and the previous one, PM-3 for O-3) that books O-5 with PM-3

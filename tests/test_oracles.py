@@ -287,3 +287,30 @@ def test_the_caller_keeps_a_wrong_answers_admissible_and_drops_it_from_any_other
     odd = Caller(lambda s, r: Answer(s.step_id, False, "person", admissible="yes"), None)(step, run, problems)  # type: ignore[arg-type]
     assert (wrong.admissible, right.admissible, odd.admissible) == (False, None, None)
     assert len(problems) == 1 and "admissible" in problems[0]
+
+
+def test_the_steps_enclosing_a_step_are_found_in_one_walk_up_through_parents_that_are_not_steps() -> None:
+    """`Carrier.enclosing` lists the steps around one, nearest first, through a parent left out of the steps (a
+    turn with no output of its own), and stops at a cycle of parents; `encloses` agrees with it."""
+    from trajdebug.analysis._oracles import Carrier
+
+    steps = [Step("season", "plan_season", "agent"), Step("match", "score_match", "tool"), Step("inning", "log_inning", "tool")]
+    parent_of = {"season": "league", "league": "season", "turn": "season", "match": "turn", "inning": "match"}
+    c = Carrier(steps, parent_of)
+    assert c.enclosing(2) == [1, 0] and c.enclosing(1) == [0] and c.enclosing(0) == []
+    assert [j for j in range(3) if c.encloses(j, 2)] == [0, 1]
+
+
+def test_encloses_is_enclosing_on_a_loop_of_parents_through_the_step_and_on_a_deep_chain() -> None:
+    """`encloses` is `enclosing` read one way: on a loop of parents through a step the other looping steps enclose
+    it and it never encloses itself, and a chain 20,000 deep is walked without recursion."""
+    from trajdebug.analysis._oracles import Carrier
+
+    steps = [Step("reel", "wind_reel", "agent"), Step("line", "cast_line", "tool"), Step("hook", "bait_hook", "tool")]
+    c = Carrier(steps, {"reel": "line", "line": "hook", "hook": "reel"})
+    for p in range(3):
+        assert sorted(c.enclosing(p)) == sorted({0, 1, 2} - {p})
+        assert [j for j in range(3) if c.encloses(j, p)] == sorted(c.enclosing(p))
+    n = 20_000
+    deep = Carrier([Step(f"k{i}", "knot", "tool") for i in range(n)], {f"k{i}": f"k{i - 1}" if i else None for i in range(n)})
+    assert deep.enclosing(n - 1) == list(range(n - 2, -1, -1)) and deep.encloses(0, n - 1) and not deep.encloses(n - 1, 0)

@@ -1037,6 +1037,15 @@ class TestPresence:
             "its output's 'code' is empty, filled in all 4 passing occurrences"
         ]
 
+    def test_a_field_held_empty_in_a_json_text_answer_is_called_empty_not_lacking(self) -> None:
+        """A tool answering JSON text (as a framework's tools do) whose field holds an empty list has the field,
+        empty: the reason says so, not that the output lacks it."""
+        run, lin = self._lookups('{"id": "r9", "title": "Record number 9", "code": []}')  # type: ignore[arg-type]
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output's 'code' is empty, filled in all 4 passing occurrences"
+        ]
+
     def test_a_field_null_only_in_a_nested_record_is_still_lacking(self) -> None:
         """A call whose output lacks the field at its top level, where its other calls held it, lacks it even when
         a record nested inside holds a field of that name as null: that is another record's field."""
@@ -1548,3 +1557,16 @@ def test_a_stateless_planners_later_pick_of_a_tool_no_message_mentions_is_ungrou
         steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": msgs}, output=call, start_ns=2 * i + 1,
                           end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
     assert any("drain_basin" in r for r in _lock_grounded(steps))
+
+
+def test_runs_whose_first_inputs_hold_an_int_key_beside_a_str_key_are_paired_without_error() -> None:
+    """Two greenhouse runs built in Python, without task metadata, whose first step's input holds an int key beside
+    a str key (JSON cannot sort them) are compared without raising: equal inputs pair, different ones do not."""
+    from trajdebug.analysis.reference import same_request
+
+    def run(rid: str, bed: str) -> Run:
+        first = Step(f"{rid}-s", "read_sensor", "tool", input={7: "tray", "bed": bed}, output={"ok": 1}, start_ns=1, end_ns=2)
+        return Run(rid, "greenhouse", steps=(first,), outcome="success")
+
+    assert same_request(run("a", "B-2"), run("b", "B-2"))
+    assert not same_request(run("a", "B-2"), run("c", "B-3"))

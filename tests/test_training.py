@@ -94,22 +94,21 @@ def test_a_prior_without_positives_to_learn_from_is_returned_as_it_is() -> None:
 def test_the_corpus_refuses_a_held_out_suite_before_generating_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """benchmarks.corpus.suite never reads or generates a suite named in HELD_OUT (none now: a name put there is refused)."""
+    """benchmarks.corpus.suite never reads or generates a suite named in HELD_OUT (suites zzf and zzg, written blind)."""
     import benchmarks.corpus as corpus
 
-    monkeypatch.setattr(corpus, "HELD_OUT", frozenset({"suite_zzd"}))
-    for name in ("suite_zzd",):
+    for name in ("suite_zzf", "suite_zzg"):
         with pytest.raises(ValueError, match="held out"):
             next(corpus.suite(name, tmp_path))
     assert not any(tmp_path.iterdir())
 
 
 def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> None:
-    """Suites b to zzc are in the corpus, blind.STATUS no longer calls them held out; no suite is held out now."""
+    """Suites b to zze are in the corpus, blind.STATUS no longer calls them held out; suites zzf and zzg are held out."""
     from benchmarks.blind import STATUS, held_out
     from benchmarks.corpus import DEV_SUITES, HELD_OUT
 
-    for name in ("suite_b", "suite_c", "suite_e", "suite_f", "suite_g", "suite_h", "suite_i", "suite_j", "suite_k", "suite_l", "suite_m", "suite_n", "suite_o", "suite_p", "suite_q", "suite_r", "suite_s", "suite_t", "suite_u", "suite_v", "suite_w", "suite_x", "suite_y", "suite_z", "suite_za", "suite_zb", "suite_zc", "suite_zd", "suite_ze", "suite_zf", "suite_zg", "suite_zh", "suite_zi", "suite_zj", "suite_zk", "suite_zl", "suite_zm", "suite_zn", "suite_zo", "suite_zp", "suite_zq", "suite_zr", "suite_zs", "suite_zt", "suite_zu", "suite_zv", "suite_zw", "suite_zx", "suite_zy", "suite_zz", "suite_zza", "suite_zzb", "suite_zzc"):
+    for name in ("suite_b", "suite_c", "suite_e", "suite_f", "suite_g", "suite_h", "suite_i", "suite_j", "suite_k", "suite_l", "suite_m", "suite_n", "suite_o", "suite_p", "suite_q", "suite_r", "suite_s", "suite_t", "suite_u", "suite_v", "suite_w", "suite_x", "suite_y", "suite_z", "suite_za", "suite_zb", "suite_zc", "suite_zd", "suite_ze", "suite_zf", "suite_zg", "suite_zh", "suite_zi", "suite_zj", "suite_zk", "suite_zl", "suite_zm", "suite_zn", "suite_zo", "suite_zp", "suite_zq", "suite_zr", "suite_zs", "suite_zt", "suite_zu", "suite_zv", "suite_zw", "suite_zx", "suite_zy", "suite_zz", "suite_zza", "suite_zzb", "suite_zzc", "suite_zzd", "suite_zze"):
         assert name in DEV_SUITES and name not in HELD_OUT
         assert not held_out(name)
         assert STATUS[name].startswith("development (scored once held out on 2026-")
@@ -120,7 +119,7 @@ def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> N
     assert "its misses studied since 2026-12-03" in STATUS["suite_m"]
     assert "its misses studied since 2026-12-03" in STATUS["suite_n"]
     assert "its misses studied since 2026-12-03" in STATUS["suite_o"]
-    assert HELD_OUT == frozenset() and all(map(held_out, HELD_OUT))
+    assert HELD_OUT == frozenset({"suite_zzf", "suite_zzg"}) and all(map(held_out, HELD_OUT))
     assert not HELD_OUT & set(DEV_SUITES)
     assert not any(held_out(name) for name in DEV_SUITES)
 
@@ -338,3 +337,33 @@ def test_the_threshold_per_setting_is_kept_only_when_precise_in_each_setting_and
         b = train.blind([])
         assert b["by_setting"]["kept"] is kept
         assert b["confident_references"] == (0.7 if kept else None)
+
+
+def test_train_group_route_fits_every_fold_and_the_final_model_with_the_shipped_recipe_counted_by_route(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--group route`` changes only the recipe's group: every cross-validation and the final fit get
+    `RECIPE` counted by route, and the model's meta says so; without it they get `RECIPE` itself."""
+    from collections import defaultdict
+    from dataclasses import replace
+
+    from benchmarks import corpus, learning, train
+
+    seen: list[object] = []
+    monkeypatch.setattr(learning, "cross_validate", lambda cases, split, recipe=None, **kw: seen.append(recipe) or [])
+    monkeypatch.setattr(train, "_calibration", lambda k5: {"bins": [], "ece": 0.0, "likely": 0.5, "method": "isotonic"})
+    monkeypatch.setattr(train, "blind", lambda loso: defaultdict(float))
+    monkeypatch.setattr(train, "final", lambda cases, oof, cal, meta, recipe=None: seen.append(recipe) or Model((), 0.0, 1.0, ()))
+    monkeypatch.setattr(train, "diagram", lambda *a: None)
+    monkeypatch.setattr(train, "_render_docs", lambda *a: 0)
+    monkeypatch.setattr(learning, "tells", lambda cases: {})
+    monkeypatch.setattr(corpus, "load", lambda path: [])
+    monkeypatch.setattr(train, "RESULTS", tmp_path / "results.json")
+    monkeypatch.setattr(Model, "to_dict", lambda self: {})
+    (tmp_path / "corpus.jsonl").write_text("")
+    args = ["--corpus", str(tmp_path / "corpus.jsonl"), "--out", str(tmp_path / "m.json"), "--card", str(tmp_path / "c.md")]
+    for extra, want in (([], learning.RECIPE), (["--group", "route"], replace(learning.RECIPE, group="route"))):
+        seen.clear()
+        assert train.main(args + extra) == 0
+        assert seen == [want] * 4
+        assert train.json.loads(train.RESULTS.read_text())["meta"]["group"] == want.group

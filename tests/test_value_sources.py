@@ -81,3 +81,26 @@ def test_a_root_span_beside_the_step_a_run_failure_is_placed_on_that_fed_a_step_
     run = Run(run.run_id, run.name, steps=(*run.steps[:-1], draft), outcome="failure", failure_reason=run.failure_reason)
     reasons = {c.step_id: " ".join(c.reasons) for c in analyze(run, model=None).root_causes}
     assert "introduced '83', which the failure at loom-planner names" in reasons["side"]
+
+
+def test_a_value_traced_from_the_failing_steps_field_is_named_as_its_origin_wrote_it() -> None:
+    """A lookup that answered a plain list of moorings introduced the mooring a failing check holds under its own
+    field (``blocked_berths``): the reason names the value, not that field, which the lookup never wrote."""
+    from trajdebug.analysis import analyze
+
+    berths = ["Pontoon East", "Slipway North", "Crane Quay"]
+    run = Run(
+        "r-marina",
+        "marina-planner",
+        steps=(
+            Step("list", "list_berths", "tool", input={"marina": "Port Ellen"}, output=berths, start_ns=1, end_ns=2),
+            Step("plan", "plan_moves", "other", input={"berths": berths}, output={"order": list(berths)}, start_ns=3, end_ns=4),
+            Step("check", "check_moves", "condition", input={"blocked_berths": ["Slipway North"], "ok": False},
+                 output={"ok": False}, start_ns=5, end_ns=6),
+        ),
+        outcome="failure",
+        failure_reason="the crane is sent to a blocked berth, Slipway North",
+    )
+    reasons = [r for c in analyze(run, model=None).root_causes if c.step_id == "list" for r in c.reasons]
+    assert "introduced 'Slipway North', which check_moves, where the run failed, was given" in reasons
+    assert not any("blocked_berths=" in r for r in reasons)

@@ -178,7 +178,7 @@ def test_with_recheck_a_root_proven_by_an_erroneous_answer_was_asked_twice(w: tu
 
 def test_a_vouched_input_is_taken_back_when_the_answer_that_vouched_is_outvoted() -> None:
     """Vouching holds only while the erroneous answer stands: outvoted by two correct answers, its input is unknown again."""
-    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], None, lambda p: (), [0, 1])
     v.add(1, Answer("b", False, "person", admissible=True))
     assert v.verdict(0) is True and v.admissible(1) is True
     v.add(1, Answer("b", True, "person"))
@@ -188,7 +188,7 @@ def test_a_vouched_input_is_taken_back_when_the_answer_that_vouched_is_outvoted(
 
 def test_an_input_answered_wrong_is_not_overridden_by_a_consumer_answered_erroneous() -> None:
     """An erroneous answer vouches only for inputs nobody answered: an input answered wrong stays wrong."""
-    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], None, lambda p: (), [0, 1])
     v.add(0, Answer("a", False, "person"))
     v.add(1, Answer("b", False, "person", admissible=True))
     assert v.verdict(0) is False
@@ -440,6 +440,32 @@ def test_without_recheck_a_conflict_that_stands_after_both_sides_were_asked_agai
     assert search.result().conflict
 
 
+def test_with_recheck_an_input_only_vouched_for_is_asked_as_a_first_question_and_its_answer_rechecked() -> None:
+    """With recheck, proving the failure asks its never-asked input (vouched for by another step's erroneous
+    answer): that first answer is not a recheck, so a flipped "wrong, its own fault" is asked again and
+    outvoted, and the search goes on to the true root instead of ending certain on one answer."""
+    steps = (
+        Step("w", "weigh_flour", "tool", output={"grams": 500}, start_ns=1, end_ns=2),
+        Step("m", "mix_dough", "other", output={"water_ml": 900}, deps=(Dependency("w"),), start_ns=3, end_ns=4),
+        Step("p", "proof_dough", "other", output={"minutes": 95}, deps=(Dependency("m"),), start_ns=5, end_ns=6),
+        Step("f", "bake", "other", output=None, status="error", deps=(Dependency("w"), Dependency("p")),
+             start_ns=7, end_ns=8),
+    )
+    truth = {"w": (True, None), "m": (False, True), "p": (False, False)}
+    search = GuidedSearch(_mk(steps, "f"), recheck=True, audit=0)
+    search.answer(Answer("m", False, "person", admissible=True))  # vouches for w
+    search.answer(Answer("p", True, "person"))  # flipped: leaves only the failure
+    assert search.next_question() == "w"
+    search.answer(Answer("w", False, "person", admissible=True))  # flipped
+    asked = []
+    while (sid := search.next_question()) is not None:
+        asked.append(sid)
+        correct, admissible = truth[sid]
+        search.answer(Answer(sid, correct, "person", admissible=admissible))
+    g = search.result()
+    assert (g.root, g.certain) == ("m", True) and asked[0] == "w"
+
+
 def test_split_answers_are_settled_by_a_lead_of_two_with_recheck_and_by_a_majority_of_three_without() -> None:
     """Right, wrong, wrong about one step: without recheck the majority stands; with recheck it is asked a
     fourth time, and a fifth answer at most settles a tie."""
@@ -458,7 +484,7 @@ def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_
     """The counts the report page combines its own answers with: all answers given (unknowns and less trusted
     ones too), the top source's trust, and of its answers correct, erroneous, inadmissible, plain wrong and
     erroneous on a person's word."""
-    v = Verdicts([[], [0]], 1, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], 1, lambda p: (), [0, 1])
     for a in (Answer("x", True, "model:m"), Answer("x", None, "person"), Answer("x", False, "person", admissible=True),
               Answer("x", False, "person:ann", admissible=False), Answer("x", True, "person"),
               Answer("x", False, "person")):

@@ -303,29 +303,13 @@ def same_input(run: Run, pool: Sequence[Run]) -> Run | None:
     The same input is the same ``task`` (or ``input``) in the runs' metadata, or, when neither
     says, the same input of the first step.
     """
-    import json
+    from trajdebug.analysis.reference import same_agent, same_request
 
-    from trajdebug.analysis import same_agent
-
-    def same(a: Any, b: Any) -> bool:
-        return bool(a == b) or json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-
-    def given(r: Run) -> Any:
-        for key in ("task", "task_id", "input", "args"):
-            if r.metadata.get(key) is not None:
-                return (key, r.metadata[key])
-        return ("first", r.steps[0].input) if r.steps else None
-
-    mine = given(run)
-    if mine is None:
-        return None
     best = None
     for r in pool:
         if r.run_id == run.run_id or r.outcome != "success" or not same_agent(r, run):
             continue
-        theirs = given(r)
-        matches = theirs is not None and theirs[0] == mine[0] and same(theirs[1], mine[1])
-        if matches and (best is None or r.start_ns >= best.start_ns):
+        if same_request(r, run) and (best is None or r.start_ns >= best.start_ns):
             best = r
     return best
 SESSION_TURNS = 5

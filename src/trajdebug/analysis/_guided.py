@@ -151,10 +151,10 @@ class GuidedSearch:
         self.failure = failure_step(analysis, graph)
         order = graph.topological_order()
         inside = graph.backward_slice([self.failure]) if self.failure is not None else set()
-        # The steps outside the slice that ran before the failure are nodes too, with no
-        # path to it: only an audit (below) can tie one to the slice.  Leaves only: a container's output
-        # is its children's; a parent the recording lost (a record dropped under load) encloses nothing.
-        self._containers = {s.parent_id for s in graph.steps.values() if s.parent_id and s.parent_id in graph.steps}
+        # The steps outside the slice that ran before the failure are nodes too, with no path to it: only an audit
+        # (below) can tie one to the slice.  Leaves only: a container's output is its children's; a parent the
+        # recording lost (a record dropped under load), or a step on a parent cycle, encloses nothing.
+        self._containers = {p for sid in graph.steps if (p := graph.parent(sid)) is not None}
         extra = self._outside(graph, inside) if audit > 0 else set()
         # A container that recorded no output of its own (a turn of an agent loop) offers nothing to judge:
         # it is not asked about, and its children stand in for it as the inputs of what it fed.
@@ -173,16 +173,19 @@ class GuidedSearch:
         self.log: list[Answer] = []
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
-        self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
+        # The parents the graph keeps (none on a parent cycle): one hierarchy for edges and enclosing.
+        self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: graph.parent(sid) for sid in graph.steps})
         starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
-        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, ends)
+        self.verdicts = Verdicts(self.parents, f, self.carrier.enclosing, starts, ends)
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
         self.stood: set[int] = set()
         """The containers whose standing answer is their child's (`_stand`), not one of their own."""
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
+        # The last question when a recheck (step, None) or an audit (step, proved step): marked when answered.
+        self._marks: tuple[int, int | None] | None = None
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
             self._take(a, given=True)
@@ -275,6 +278,12 @@ class GuidedSearch:
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
         self.asked += 1
+        if (marks := self._marks) is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
+            self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
+            if marks[1] is None:
+                self.rechecked.add(marks[0])  # each step is rechecked once
+            else:
+                self.audited[marks[0]] = marks[1]  # a wrong answer ties it to the proved step (`_take`)
         self._take(a, given=False)
 
     def verdict(self, i: int) -> bool | None:
@@ -334,13 +343,7 @@ class GuidedSearch:
         return self._state
 
     def _mass(self, bits: int) -> float:
-        total = 0.0
-        m = self.mass
-        while bits:
-            low = bits & -bits
-            total += m[low.bit_length() - 1]
-            bits ^= low
-        return total
+        return sum(self.mass[i] for i in _bits(bits))
 
     # -- questions -------------------------------------------------------------
 
@@ -359,7 +362,9 @@ class GuidedSearch:
         return out
 
     def next_question(self) -> str | None:
-        """The step id to ask about next; None when the search is done."""
+        """The step id to ask about next; None when the search is done.  Free of side effects: asked again
+        before an answer, it gives the same step (a recheck or an audit is marked when `answer` records it)."""
+        self._marks = None
         if self.failure is None:
             return None
         if self.max_questions is not None and self.asked >= self.max_questions:
@@ -402,15 +407,19 @@ class GuidedSearch:
         return self._recheck_first([focus, *(p for p in self.parents[focus] if vouched.get(p) != focus)])
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
-        """The first step of ``order`` that may be asked again (never the failure; each at most once,
-        and never past `max_asks` answers), marked as rechecked."""
+        """The first step of ``order`` that may be asked again (never the failure; each at most once, and never
+        past `max_asks` answers), marked rechecked when answered (`answer`); or the first never asked (an input
+        only vouched for), asked as a first question and not marked: asking it is not yet a recheck, and its
+        answer, which may prove it, is rechecked in turn like any other."""
         for i in order:
             while i in self.stand_in and (i not in self.votes or i in self.stood):
                 i = self.stand_in[i]  # a container the child stands for: recheck the child
             if self.failure is not None and i == self.index[self.failure]:
                 continue
-            if i not in self.rechecked and len(self.votes.get(i, ())) < self.max_asks:
-                self.rechecked.add(i)
+            if i not in self.votes:
+                return self.ids[i]
+            if i not in self.rechecked and len(self.votes[i]) < self.max_asks:
+                self._marks = (i, None)
                 return self.ids[i]
         return None
 
@@ -449,7 +458,7 @@ class GuidedSearch:
         if not pool:
             return None
         pick = max(pool, key=lambda i: (self.mass[i], i))
-        self.audited[pick] = focus
+        self._marks = (pick, focus)
         return self.ids[pick]
 
     def weak(self, i: int) -> bool:

@@ -171,6 +171,7 @@ class Carrier:
         self._parent_of = parent_of
         self._canon: dict[int, str | None] = {}
         self._parts: dict[int, set[str]] = {}
+        self._at: dict[str, int] | None = None
 
     def _canonical(self, i: int) -> str | None:
         if i not in self._canon:
@@ -201,16 +202,27 @@ class Carrier:
             self._parts[j] = parts
         return self._parts[j]
 
-    def encloses(self, j: int, p: int) -> bool:
-        """True when step ``j`` encloses step ``p`` (a parent, or a parent's parent, of it)."""
-        outer, up = self._steps[j].step_id, self._parent_of.get(self._steps[p].step_id)
-        seen: set[str] = set()
+    def enclosing(self, p: int) -> list[int]:
+        """The steps (by index) enclosing step ``p``, nearest first: one walk up its chain of parents, through
+        parents that are not among the steps (O(nesting depth), where asking `encloses` of every step costs
+        steps x depth)."""
+        if self._at is None:
+            self._at = {s.step_id: i for i, s in enumerate(self._steps)}
+        out: list[int] = []
+        sid = self._steps[p].step_id
+        up, seen = self._parent_of.get(sid), {sid}
         while up is not None and up not in seen:
-            if up == outer:
-                return True
             seen.add(up)
+            j = self._at.get(up)
+            if j is not None:
+                out.append(j)
             up = self._parent_of.get(up)
-        return False
+        return out
+
+    def encloses(self, j: int, p: int) -> bool:
+        """True when step ``j`` encloses step ``p`` (a parent, or a parent's parent, of it): `enclosing`, the one
+        definition (never a step itself, even on a parent cycle)."""
+        return j in self.enclosing(p)
 
     def carries(self, j: int, p: int) -> bool:
         """True when step ``j``'s output relays step ``p``'s whole output (see the class docstring)."""

@@ -33,8 +33,10 @@ from trajdebug.analysis.inference import carried_map
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
+    Cursor,
     Lineage,
     anomalies,
+    counted_loops,
     run_units,
     state_keys,
     trivial,
@@ -217,8 +219,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             ]
         if strength > 0:
             deviates[sid] = strength
-        for e in found:
-            out.append(e)
+        out += found
         if first is None and strength > 0 and not came:
             first = sid
     return out, first
@@ -272,6 +273,7 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     units: frozenset[str] | None = None
     carried: dict[str, dict[str, Step]] | None = None  # (one pass over the run: `carried_map`)
     rules = CallRules(sl.lin)  # (each call's numbers read once for all its step's calls)
+    loops: dict[tuple[str, str], frozenset[Cursor]] = {}  # (per step: the lists its calls walk by a counter)
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
@@ -286,7 +288,13 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
             units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
         if carried is None:
             carried = carried_map(sl.run.steps)
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {})):
+        walks = loops.get((step.name, step.kind))
+        if walks is None:
+            walks = loops[(step.name, step.kind)] = counted_loops(same) if len(same) > 1 else frozenset()
+        found = anomalies(
+            step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {}), walks
+        )
+        for e in found:
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).

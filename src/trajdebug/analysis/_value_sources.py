@@ -304,6 +304,10 @@ def _trace(
             out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1, skip)
         return out
     out += _counted(sl, a, sl.g.steps[o.step_id], within, weight, what, depth)
+    # The field named is the one the origin wrote the value under: the failing step's own field for it (a
+    # check's ``closed_stops``) is no field of a lookup that answered a plain list of street names.
+    if a.field and o.atom.field != a.field:
+        label = f"{o.atom.field}={a.raw}" if o.atom.field else repr(a.raw)
     out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
     return out
 

@@ -42,7 +42,7 @@ class Verdicts:
     Args:
         parents: Each node's inputs (node indices); shared with the search, which may add to it.
         failure: The failing node (wrong by definition), or None.
-        encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
+        enclosing: ``enclosing(p)``: the nodes enclosing node ``p`` (its parent, its parent's parent...).
         starts: Each node's start time (ns).
         ends: Each node's end time (ns; its start when it recorded none).
     """
@@ -51,13 +51,13 @@ class Verdicts:
         self,
         parents: Sequence[Sequence[int]],
         failure: int | None,
-        encloses: Callable[[int, int], bool],
+        enclosing: Callable[[int], Sequence[int]],
         starts: Sequence[int],
         ends: Sequence[int] | None = None,
     ) -> None:
         self.parents = parents
         self.failure = failure
-        self._encloses = encloses
+        self._around = enclosing
         self._starts = starts
         self._ends = starts if ends is None else ends
         self.votes: dict[int, list[Answer]] = {}
@@ -164,10 +164,14 @@ class Verdicts:
         """Every node enclosing node ``i``, as a bit set (0 when the failure encloses it: the failure is wrong
         by definition: a child of the failure is never the container's doing).  Each consumed ``i``'s output,
         and each may still have fed it (`earlier`)."""
-        around = [j for j in range(len(self._starts)) if j != i and self._encloses(j, i)]
+        around = [j for j in self._around(i) if j != i]
         if self.failure in around:
             return 0
         return sum(1 << j for j in around)
+
+    def _encloses(self, j: int, p: int) -> bool:
+        """True when node ``j`` encloses node ``p``."""
+        return j in self._around(p)
 
     def _downstream(self, i: int) -> int:
         """Node ``i`` and every node that consumed its output, directly or not, as a bit set."""

@@ -21,14 +21,19 @@ backward search that starts at a failed agent step walks into the steps that
 built its output, and a forward slice of a child reaches the agent's consumers.
 No parent -> child edge is added: the children consume the agent's *input*, not
 its output, and such an edge would close a cycle with the child -> parent one.
+A step on a parent cycle (its own parent, or its parent's parent...) has no
+enclosing step (`DependencyGraph.parent`): a hand-written or merged file may
+hold one, and its child edges would close a cycle the dependencies never had,
+whose cut (below) would then take ordinary child edges downstream of it too.
 Retries (``retry_of``) are not edges either: an attempt does not consume the
 previous attempt's output.
 
 Broken links.  Partial exports routinely hold an edge to a step that is not
 there, and hand-written or merged runs may hold a cycle.  Neither is fatal: a
-dangling edge is left out, a cycle is cut at its edges that point forward in
-start order, and each is named in `DependencyGraph.problems` (``strict=True``
-raises `GraphError` instead).
+dangling edge is left out, a cycle is cut at its own edges that point back
+against finish order (the steps downstream of it keep theirs), a parent cycle
+adds no edge (above), and each is named
+in `DependencyGraph.problems` (``strict=True`` raises `GraphError` instead).
 
 Cost.  Building is O(V + E).  Acyclicity is proved in O(E) when every edge goes
 from an earlier-finishing producer to a later-finishing consumer, which is the
@@ -64,6 +69,8 @@ class GraphError(ValueError):
 
 
 _EMPTY: tuple[Dependency, ...] = ()
+_SHOWN = 5
+"""How many steps a problem line names (a cycle, a parent loop, dangling edges), the rest counted."""
 _NO_CHILDREN: tuple[tuple[str, Dependency], ...] = ()
 
 
@@ -83,6 +90,7 @@ class DependencyGraph:
     __slots__ = (
         "_children",
         "_external",
+        "_looping",
         "_order",
         "_parents",
         "_pos",
@@ -106,9 +114,24 @@ class DependencyGraph:
         self._external: dict[str, tuple[Dependency, ...]] = {}
         self._children: dict[str, tuple[tuple[str, Dependency], ...]] | None = None
         self._order: list[str] | None = None
+        self._looping: frozenset[str] = _looping(self.steps)
+        if self._looping:
+            self._report_looping()
         self._build()
 
     # -- construction --------------------------------------------------------
+
+    def _report_looping(self) -> None:
+        # A parent cycle adds no edge (see the module docstring), so no cut names it:
+        # say it here, in the loader's words, for runs that never met the loader.
+        loop = [sid for sid in self.steps if sid in self._looping]
+        shown = ", ".join(repr(sid) for sid in loop[:_SHOWN])
+        if len(loop) > _SHOWN:
+            shown += f" and {len(loop) - _SHOWN} more"
+        msg = f"run {self.run.run_id}: steps {shown} are their own ancestors (a parent cycle)"
+        if self.strict:
+            raise GraphError(msg, loop)
+        self.problems.append(msg + "; shown at the top level")
 
     def _build(self) -> None:
         steps = self.steps
@@ -117,8 +140,9 @@ class DependencyGraph:
         missing: list[str] = []
         extra: dict[str, list[Dependency]] = {}
         if self.hierarchy:
+            looping = self._looping
             for s in self.run.steps:
-                if s.parent_id is not None and s.parent_id in steps:
+                if s.parent_id is not None and s.parent_id in steps and s.step_id not in looping:
                     extra.setdefault(s.parent_id, []).append(
                         Dependency(s.step_id, "data", "declared", 1.0, CHILD_KEY)
                     )
@@ -156,7 +180,8 @@ class DependencyGraph:
             if deps:
                 parents[s.step_id] = deps
         if missing:
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            hidden = len(missing) - _SHOWN
+            shown = ", ".join(missing[:_SHOWN]) + (f" and {hidden} more" if hidden > 0 else "")
             msg = f"run {run_id}: {len(missing)} dependenc{'y' if len(missing) == 1 else 'ies'} on a missing step: {shown}"
             if self.strict:
                 raise GraphError(msg, [m.split(" ", 1)[0] for m in missing])
@@ -200,27 +225,41 @@ class DependencyGraph:
         if len(order) < len(self.steps):
             stuck = {sid for sid, n in indeg.items() if n > 0}
             cyc = self._find_cycle(stuck)
-            names = " -> ".join(f"{sid} ({self.steps[sid].name})" for sid in cyc)
+            names = " -> ".join(f"{sid} ({self.steps[sid].name})" for sid in cyc[:_SHOWN])
+            if len(cyc) > _SHOWN:  # a long cycle named whole made a problem line of megabytes
+                names += f" -> ... ({len(cyc) - 1} steps)"
             msg = f"run {self.run.run_id}: dependency cycle: {names}"
             if self.strict:
                 raise GraphError(msg, cyc)
-            # Cut every edge among the stuck steps that points from a later-started
-            # producer to an earlier-started consumer: what is left follows start
-            # order, so it cannot close a cycle.
-            pos = self._pos
+            # Cut, inside each strongly connected part of the stuck steps (a cycle, or
+            # cycles sharing steps), every edge from a later-finishing producer to an
+            # earlier-finishing consumer (ties, and steps with no end, by start order:
+            # `_check_acyclic`'s key): what is left of a part follows that total order
+            # and the parts close no cycle among themselves, so none is left.  Finish,
+            # not start: a child starts after its container but finishes before it, so
+            # a child edge survives and the cycle loses the other edge (a container
+            # writes shared state its child reads).  The steps merely downstream of a
+            # cycle keep every edge (a child is listed after the container it feeds).
+            key = self._finish_key
+            part = _components(stuck, self._parents)
             cut = 0
             for sid in stuck:
                 deps = self._parents.get(sid, _EMPTY)
-                keep = tuple(d for d in deps if not (d.step_id in stuck and pos[d.step_id] >= pos[sid]))
+                mine, k = part[sid], key(sid)
+                keep = tuple(d for d in deps if not (part.get(d.step_id) == mine and key(d.step_id) >= k))
                 cut += len(deps) - len(keep)
                 if keep:
                     self._parents[sid] = keep
                 else:
                     self._parents.pop(sid, None)
             self._children = None
-            self.problems.append(f"{msg} (cut {cut} edge{'s' if cut != 1 else ''} against start order)")
+            self.problems.append(f"{msg} (cut {cut} edge{'s' if cut != 1 else ''} against finish order)")
             return self._kahn()
         return order
+
+    def _finish_key(self, sid: str) -> tuple[float, int]:
+        end = self.steps[sid].end_ns
+        return (float("inf") if end is None else end, self._pos[sid])
 
     def _find_cycle(self, stuck: set[str]) -> list[str]:
         # Every step left with in-degree > 0 after Kahn lies on or behind a
@@ -261,6 +300,12 @@ class DependencyGraph:
     def position(self, step_id: str) -> int:
         """The step's index in the run's start order."""
         return self._pos[step_id]
+
+    def parent(self, step_id: str) -> str | None:
+        """The step enclosing this one as the analysis sees it: its recorded parent, or None when that is
+        not a step of the run or the step lies on a parent cycle (shown at the top level, as the loader says)."""
+        up = self.steps[step_id].parent_id
+        return up if up is not None and up in self.steps and step_id not in self._looping else None
 
     def parents(self, step_id: str) -> tuple[Dependency, ...]:
         """The edges into this step from the steps it consumed (within this run)."""
@@ -349,6 +394,73 @@ class DependencyGraph:
         """The steps nobody in this run consumed, in start order."""
         children = self._children_map()
         return [sid for sid in self.steps if sid not in children]
+
+
+def _components(nodes: set[str], parents: dict[str, tuple[Dependency, ...]]) -> dict[str, int]:
+    """The strongly connected components of the edges among ``nodes`` (step -> component number): Tarjan's
+    algorithm (1972), iterative so that a long cycle needs no deep recursion, O(V + E)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    part: dict[str, int] = {}
+    stack: list[str] = []
+    for root in nodes:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        work = [(root, iter(parents.get(root, _EMPTY)))]
+        while work:
+            v, edges = work[-1]
+            for d in edges:
+                w = d.step_id
+                if w not in nodes:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(parents.get(w, _EMPTY))))
+                    break
+                if w not in part:  # still on the stack: in v's component
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+                if low[v] == index[v]:
+                    n = len(part)
+                    while True:
+                        w = stack.pop()
+                        part[w] = n
+                        if w == v:
+                            break
+    return part
+
+
+def _looping(steps: dict[str, Step]) -> frozenset[str]:
+    """The steps on a parent cycle (each its own parent, or its parent's parent...), in O(V).
+
+    Only the cycle itself: a step whose chain of parents runs into a cycle keeps its own parent."""
+    out: set[str] = set()
+    done: set[str] = set()
+    for start, s in steps.items():
+        up = s.parent_id
+        if up is None or up in done or up not in steps:  # the common case: no walk (a parent listed first)
+            done.add(start)
+            continue
+        if start in done:
+            continue
+        at: dict[str, int] = {}  # the current walk: step -> its place on it
+        path: list[str] = []
+        cur: str | None = start
+        while cur is not None and cur in steps and cur not in done and cur not in at:
+            at[cur] = len(path)
+            path.append(cur)
+            cur = steps[cur].parent_id
+        if cur is not None and cur in at:
+            out.update(path[at[cur] :])
+        done.update(path)
+    return frozenset(out)
 
 
 def final_step(run: Run) -> Step | None:

@@ -281,16 +281,9 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
 
 
 def _enclosing(search: GuidedSearch) -> list[int]:
-    """Each search node's nearest enclosing node (by index; -1: none), through steps that are not nodes."""
-    steps = search.graph.steps
-    out = []
-    for sid in search.ids:
-        up, seen = steps[sid].parent_id, {sid}
-        while up is not None and up not in search.index and up not in seen and up in steps:
-            seen.add(up)
-            up = steps[up].parent_id
-        out.append(search.index.get(up, -1) if up is not None else -1)
-    return out
+    """Each search node's nearest enclosing node (by index; -1: none), through steps that are not nodes: the
+    first of `Carrier.enclosing`, the relation the Python search uses."""
+    return [e[0] if (e := search.carrier.enclosing(i)) else -1 for i in range(len(search.ids))]
 
 
 def proving(guided: Guided, run: Run) -> list[Answer]:

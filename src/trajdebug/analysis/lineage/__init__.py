@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, power_of_ten
 from trajdebug.analysis.lineage._derivation import run_units
-from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges, queue_keys
+from trajdebug.analysis.lineage._picks import (
+    ANSWER_KEY,
+    PICKED_KEY,
+    Cursor,
+    answered_edges,
+    counted_loops,
+    picked_edges,
+    queue_keys,
+)
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import (
     COUNT_KEY,
@@ -51,6 +59,7 @@ from trajdebug.analysis.lineage._whatif import Slip, slips
 
 
 __all__ = [
+    "Cursor",
     "queue_keys",
     "holds_empty",
     "holds_untraced",
@@ -85,6 +94,7 @@ __all__ = [
     "slips",
     "total_edges",
     "count_edges",
+    "counted_loops",
     "counted_collection",
     "counted_items",
     "items_totalled",

@@ -40,7 +40,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.analysis.lineage._pairs import crossed, mixed
-from trajdebug.analysis.lineage._picks import head_fields, queue_heads, wrong_pick
+from trajdebug.analysis.lineage._picks import Cursor, head_fields, queue_heads, wrong_pick
 from trajdebug.analysis.lineage._records import _count as _count  # (tests read them here)
 from trajdebug.analysis.lineage._records import _mentioned as _mentioned
 from trajdebug.analysis.lineage._records import record_lists, wrong_record
@@ -115,13 +115,14 @@ def anomalies(
     rewritten: Collection[str] = (),
     units: Collection[str] = (),
     carried: Collection[str] = (),
+    loops: Collection[Cursor] = (),
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
     power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
     ``units``: the units the run writes next to numbers (`relabelled` reads field names by them); ``carried``:
     top-level output keys whose entries an earlier call of the step returned (`carried_keys`), no answer to
-    what this call was given."""
+    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`)."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -135,7 +136,7 @@ def anomalies(
             given = {k: v for k, v in step.input.items() if k not in rewritten}
             kept = {(a.field, a.key) for a in atoms(given)}
             inputs = [a for a in view.inputs if (a.field, a.key) in kept]
-        yield from _conflicts(step, view, inputs, _fresh(step, carried))
+        yield from _conflicts(step, view, inputs, _fresh(step, carried), loops)
         yield from crossed(step)
         yield from _altered(step, view, signed)
         yield from relabelled(view, units)
@@ -145,7 +146,7 @@ def anomalies(
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from wrong_record(step, view)
-    yield from wrong_pick(step, view, GENERIC_FIELDS)
+    yield from wrong_pick(step, view, GENERIC_FIELDS, loops)
     yield from mixed(step, GENERIC_FIELDS)
 
 
@@ -162,6 +163,7 @@ def _conflicts(
     view: StepView,
     inputs: Collection[Atom] | None = None,
     fresh: Collection[tuple[str | None, str]] | None = None,
+    loops: Collection[Cursor] = (),
 ) -> Iterator[Evidence]:
     """Output values that contradict the one value the step was given under the same field.  ``fresh``: the
     output atoms this call wrote (`_fresh`); an entry an accumulator carried from the step's earlier call answers
@@ -174,7 +176,7 @@ def _conflicts(
             raw_in.setdefault(a.field, a.raw)
     if not given:
         return
-    heads = queue_heads(step)
+    heads = queue_heads(step, loops)
     got: dict[str, list[Atom]] = {}
     for a in view.outputs:
         if a.field in given and a.kind != "number" and (fresh is None or (a.field, a.key) in fresh):

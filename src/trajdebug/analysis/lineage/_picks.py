@@ -22,7 +22,8 @@ named for it (``verify_isbn``), another item of that list: the wrong entity, mod
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -143,11 +144,96 @@ WRONG_PICK = 0.45
 """The weight of `wrong_pick` (as `lineage:conflict`'s: a value the step was told, answered otherwise)."""
 
 
-def queue_heads(step: Step) -> frozenset[str]:
+Cursor = tuple[tuple[str, ...], str, str]
+"""Where a loop keeps its place in a list: the path to the record holding both, the list's key, the counter's key."""
+
+
+def queue_heads(step: Step, loops: Collection[Cursor] = ()) -> frozenset[str]:
     """The values (lower-case text) a step took off the head of a list it was given, returning the rest of that
     list under the same key (``todo: [W16, M45]`` handed in, ``current: W16, todo: [M45]`` handed back): a
-    loop over a work queue moving to its next item, which may rightly replace the ``current`` it was given."""
-    return frozenset(h for h, _ in _popped(step))
+    loop over a work queue moving to its next item, which may rightly replace the ``current`` it was given.
+    A loop that walks a list by a counter instead (`_cursor_items`; ``loops``: `counted_loops` of the step's
+    calls) moves on the same way."""
+    return frozenset(h for h, _ in _popped(step)) | _cursor_items(step, loops)
+
+
+def _cursors(value: Any) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, Any]]]:
+    """Each list of scalars (two or more) a value holds beside an int of the same record: a place it may keep."""
+
+    def walk(v: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, Any]]]:
+        if depth > 3 or not isinstance(v, dict):
+            return
+        ints = {str(k): x for k, x in v.items() if isinstance(x, int) and not isinstance(x, bool) and x >= 0}
+        for k, x in v.items():
+            if isinstance(x, list) and len(x) >= 2 and all(isinstance(y, (str, int, float)) for y in x[:200]):
+                items = [str(y).strip().lower() for y in x[:200]]
+                for c, i in ints.items():
+                    yield (path, str(k), c), items, i, v
+            elif isinstance(x, dict):
+                yield from walk(x, (*path, str(k)), depth + 1)
+
+    return walk(value, (), 0)
+
+
+def counted_loops(calls: Sequence[Step]) -> frozenset[Cursor]:
+    """The places (`Cursor`) by which a step's calls in one run walk a list: over its calls (two or more) the int
+    beside the list rises, and every call moves on to the item at it.  An int that merely sits beside a list (an
+    ``attempt``, a ``page``) proves no loop: it does not rise from call to call with the item answered.  A call
+    that answers the item it already holds beside the list did not move on (a retry asked about the first
+    item, ``attempt: 0``, answering it): it breaks the proof, or a retry whose next attempt answers the
+    neighbour would pass for a loop by coincidence."""
+    seen: dict[Cursor, list[int]] = {}
+    broken: set[Cursor] = set()
+    for s in calls:
+        if s.status != "ok":
+            continue
+        said = _scalars(s.output)
+        for cur, items, i, record in _cursors(s.input):
+            if i < len(items) and items[i] in said and items[i] not in _held(record, cur[2]):
+                seen.setdefault(cur, []).append(i)
+            else:
+                broken.add(cur)
+    return frozenset(
+        c for c, v in seen.items() if c not in broken and len(v) >= 2 and all(a < b for a, b in pairwise(v))
+    )
+
+
+def _held(record: Mapping[Any, Any], counter: str) -> set[str]:
+    """The scalars (lower-case text) a loop's record holds beside its list, other than the counter: its current item."""
+    return {str(v).strip().lower() for k, v in record.items() if str(k) != counter and isinstance(v, (str, int, float))}
+
+
+def _writes_back(value: Any, key: str, n: int, depth: int = 0) -> bool:
+    """Whether an output writes ``key`` as ``n`` (a loop's step moving its counter on), to a bounded depth.  The
+    value's type is tested before any ``==``: a value built in Python whose ``==`` raises or is no yes/no (an
+    array) is no counter, and must not abort the analysis."""
+    if depth > 3 or not isinstance(value, dict):
+        return False
+    return any(
+        (str(k) == key and type(v) is int and v == n) or _writes_back(v, key, n, depth + 1)
+        for k, v in value.items()
+    )
+
+
+def _cursor_items(step: Step, loops: Collection[Cursor] = ()) -> frozenset[str]:
+    """The items (lower-case text) a step took at the position a counter of its input names, moving on from the
+    item before it: given ``patients: [A, B, C], idx: 1, patient: A``, answering ``B``.  A loop that keeps its
+    list whole and counts through it (a graph whose state holds the list, the counter and the current item)
+    rightly replaces the current item with the next one.  The int must be proven a counter: its step's calls
+    walk the list by it (``loops``, `counted_loops`), or this call writes it back one higher; an ``attempt: 1``
+    beside the list proves nothing, and a step that answers the item after the one it was asked about is
+    still a wrong pick.  The item before it held beside the list and the answer naming the item at the
+    counter are required too, so a step answering some other item of the list is still one."""
+    said = _scalars(step.output)
+    out: set[str] = set()
+    for cur, items, i, record in _cursors(step.input):
+        if not 1 <= i < len(items) or items[i] not in said or items[i] == items[i - 1]:
+            continue
+        if cur not in loops and not _writes_back(step.output, cur[2], i + 1):
+            continue
+        if items[i - 1] in _held(record, cur[2]):
+            out.add(items[i])
+    return frozenset(out)
 
 
 def queue_keys(step: Step) -> frozenset[str]:
@@ -218,11 +304,14 @@ def _scalars(value: Any, depth: int = 0) -> set[str]:
     return set()
 
 
-def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Iterator[Evidence]:
-    """A step asked about one item of a list (a field given once) that answered another item of it (see the module)."""
+def wrong_pick(
+    step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = ()
+) -> Iterator[Evidence]:
+    """A step asked about one item of a list (a field given once) that answered another item of it (see the module);
+    ``loops``: the places its calls walk a list by (`counted_loops`)."""
     if step.kind in CONTAINER_KINDS or step.status != "ok":
         return
-    heads = queue_heads(step)
+    heads = queue_heads(step, loops)
     lists = _scalar_lists(step.input)
     if not lists:
         return
@@ -292,4 +381,16 @@ def _shape(raw: str) -> str:
     return _LETTERS.sub("A", _DIGITS.sub("9", raw.strip()))
 
 
-__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "head_fields", "queue_heads", "queue_keys", "wrong_pick"]
+__all__ = [
+    "ANSWER_KEY",
+    "PICKED_KEY",
+    "WRONG_PICK",
+    "Cursor",
+    "answered_edges",
+    "counted_loops",
+    "picked_edges",
+    "head_fields",
+    "queue_heads",
+    "queue_keys",
+    "wrong_pick",
+]

@@ -419,7 +419,13 @@ def holds_empty(value: Any, f: str) -> bool:
 
     Looked up where the output's own fields are, its top level (or the top level of each record of a list it
     returned): a field missing there that a nested record holds as null is another record's field, and the
-    output does lack it."""
+    output does lack it.  A tool's answer given as JSON text (a framework's tool returns a string) is read as
+    the record it encodes, as the lineage reads its fields."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser goes)
+            return False
     records = value[:200] if isinstance(value, (list, tuple)) else [value]
     return any(
         str(k).lower() == f and _blank(v) for r in records if isinstance(r, Mapping) for k, v in r.items()

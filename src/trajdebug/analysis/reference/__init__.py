@@ -24,7 +24,13 @@ from trajdebug.analysis.reference._invariants import (
     violations,
 )
 from trajdebug.analysis.reference._profile import producers_of, spectrum
-from trajdebug.analysis.reference._select import MAX_REFERENCES, is_original, references, same_agent
+from trajdebug.analysis.reference._select import (
+    MAX_REFERENCES,
+    is_original,
+    references,
+    same_agent,
+    same_request,
+)
 from trajdebug.analysis.reference._siblings import sibling_profiles
 
 
@@ -42,6 +48,7 @@ __all__ = [
     "returns_empty",
     "references",
     "same_agent",
+    "same_request",
     "sibling_profiles",
     "spectrum",
     "step_key",

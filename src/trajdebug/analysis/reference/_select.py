@@ -10,7 +10,9 @@ come first.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from trajdebug.core.model import Run
 
@@ -44,4 +46,26 @@ def references(run: Run, pool: Iterable[Run], limit: int = MAX_REFERENCES) -> tu
     return tuple(found[:limit])
 
 
-__all__ = ["MAX_REFERENCES", "is_original", "references", "same_agent"]
+def _given(run: Run) -> tuple[str, Any] | None:
+    """What a run was asked: its metadata's ``task`` (or ``task_id``, ``input``, ``args``), else its first step's input."""
+    for key in ("task", "task_id", "input", "args"):
+        if run.metadata.get(key) is not None:
+            return (key, run.metadata[key])
+    return ("first", run.steps[0].input) if run.steps else None
+
+
+def same_request(a: Run, b: Run) -> bool:
+    """Whether two runs of the same agent were given the same input (the same ``task``, or the same first input):
+    a passing one is a same-input reference of the other, as ``trajdebug diff`` pairs them."""
+    x, y = _given(a), _given(b)
+    if x is None or y is None or x[0] != y[0]:
+        return False
+    try:
+        if x[1] == y[1]:
+            return True
+        return json.dumps(x[1], sort_keys=True, default=str) == json.dumps(y[1], sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False  # keys that do not sort (an int beside a str), or a value too deep to write: not shown alike
+
+
+__all__ = ["MAX_REFERENCES", "is_original", "references", "same_agent", "same_request"]

@@ -44,7 +44,8 @@ function verdictsOf(A, parents, F) {
   const noOf = (i) => (tl[i] ? tl[i][2] + tl[i][3] + tl[i][4] : 0);
   // Verdicts._wrong: the answers calling step i wrong stand (a majority; the failure's always do).
   const wrongStands = (i) => !!tl[i] && (i === F || noOf(i) > tl[i][1]);
-  // Verdicts.encloses: j is a parent, or a parent's parent, of p (up: each step's nearest enclosing step).
+  // Verdicts._encloses (Carrier.enclosing): j is a parent, or a parent's parent, of p (up: each step's nearest
+  // enclosing step, from the same walk; a step on a parent cycle has none, so up holds no cycle).
   function encloses(j, p) {
     for (let k = up[p], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) if (k === j) return true;
     return false;
