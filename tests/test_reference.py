@@ -1570,3 +1570,58 @@ def test_runs_whose_first_inputs_hold_an_int_key_beside_a_str_key_are_paired_wit
 
     assert same_request(run("a", "B-2"), run("b", "B-2"))
     assert not same_request(run("a", "B-2"), run("c", "B-3"))
+
+
+def _recorded(path: Path, agent: str, jobs: list[tuple[str, Any]]) -> tuple[Run, list[Run]]:
+    """Record one run of ``agent`` per ``(task, body)`` into the JSONL file ``path``, a raised ValueError failing
+    the run, and load them back: the failed run and every run recorded."""
+    for task, body in jobs:
+        with contextlib.suppress(ValueError), trajdebug.run(agent, path=path, metadata={"task": task}):
+            body()
+    pool = load_runs(path)
+    [bad] = [r for r in pool if r.outcome != "success"]
+    return bad, pool
+
+
+def _signals_of(bad: Run, pool: list[Run], name: str) -> set[str]:
+    """The kinds of evidence the analysis with references holds against the steps named ``name``."""
+    analysis = analyze(bad, references=references(bad, pool), top=20)
+    ids = {s.step_id for s in bad.steps if s.name == name}
+    return {sig for c in analysis.root_causes if c.step_id in ids for sig in c.signals}
+
+
+class TestRecordedAgentsNarrowings:
+    """Recorded agents on which the narrowed reference findings (rf47, fix47r) must still see a stale answer
+    (review rev47r2: shapes H-a to H-d)."""
+
+    def test_a_text_answer_whose_time_line_varied_still_deviates_in_its_price_line(self, tmp_path: Path) -> None:
+        """A price board answering in lines, whose passing runs read the lamp's board at two times (its "Checked"
+        line varies), answers the kettle's request with another price now: only the line that varied is how it
+        behaves, the price line never varied (H-d); a kettle board differing only in its time line is no deviation."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31}
+        state = {"clock": 0, "stale": 0}
+
+        @trajdebug.step(kind="tool")
+        def price_board(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return f"Item: {item}\nPrice: {price} EUR\nChecked: 10:{state['clock'] % 60:02d}"
+
+        @trajdebug.step(kind="other")
+        def checkout(board: str, budget: int) -> str:
+            price = int(board.split("Price: ")[1].split()[0])
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0, budget: int = 45) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(price_board(item), budget)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert "reference:same-input" in _signals_of(bad, pool, "price_board")
+        bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
+        assert "reference:same-input" not in _signals_of(bad, pool, "price_board")

@@ -142,52 +142,86 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
 
 
 def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
-    """Whether the answer now differs from this request's passing one only in fields that varied among some
-    one request's passing answers (ids it mints on every call aside): the step answers those from more than
-    its request (a live reading, a count that falls as a run sells), so another value there now is how it
-    behaves, not a changed environment.  A field that never varied (the item a stock lookup answers about)
-    still tells (review rev47r, H3).  An answer that does not parse (cut for its size) tells nothing."""
+    """Whether the answer now differs from this request's passing one only in fields (lines of a text) that
+    varied among some one request's passing answers (ids it mints on every call aside): the step answers those
+    from more than its request (a live reading, a count that falls as a run sells, the time a board was read),
+    so another value there now is how it behaves, not a changed environment.  A field or line that never varied
+    (the item a stock lookup answers about, a price line beside a time line) still tells, whatever varied
+    elsewhere (reviews rev47r H3, rev47r2 H-d).  An answer that does not parse (cut for its size) tells nothing."""
+    varied = _varied_of(st)
+    if not varied:
+        return False
+    try:
+        mine = _units(json.loads(now))
+        for old in answers:
+            theirs = _units(json.loads(old))
+            differ = {k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)}
+            if differ and differ <= varied:
+                return True
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+_VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
+"""Per step profile (by identity, with the count of its requests when read): the units its answers varied in."""
+
+
+def _varied_of(st: _StepStats) -> frozenset[str]:
+    """The units (`_units`) in which some one request's passing answers differed, read once per profile (asked
+    of every step that answered its request otherwise: re-reading every answer each time was quadratic)."""
+    hit = _VARIED.get(id(st))
+    if hit is not None and hit[0] is st and hit[1] == len(st.answers):
+        return hit[2]
     varied: set[str] = set()
-    whole = False
     for got in st.answers.values():
         if len(got) < 2:
             continue
         try:
-            seen = [_by_field(json.loads(a)) for a in got]
+            seen = [_units(json.loads(a)) for a in got]
         except (ValueError, RecursionError):
             continue
-        for f in set().union(*seen):
-            if len({json.dumps(x.get(f), sort_keys=True) for x in seen}) > 1:
-                varied.add(f)
-                whole = whole or f == ""
-    if whole:
-        # Answers that are no records (a text) varied whole: nothing narrower to compare.
-        return True
-    if not varied:
-        return False
-    try:
-        mine = _masked(json.loads(now), varied, every=True)
-        return any(_masked(json.loads(old), varied, every=True) == mine for old in answers)
-    except (ValueError, RecursionError):
-        return False
+        for k in set().union(*seen):
+            if len({tuple(x.get(k, ())) for x in seen}) > 1:
+                varied.add(k)
+    out = frozenset(varied)
+    if len(_VARIED) > 512:
+        _VARIED.clear()
+    _VARIED[id(st)] = (st, len(st.answers), out)
+    return out
 
 
-def _by_field(value: Any, field: str = "", depth: int = 0) -> dict[str, list[Any]]:
-    """A parsed answer's leaf values by the name of the field each sits under ("" for a bare value)."""
-    out: dict[str, list[Any]] = {}
+def _units(value: Any, field: str = "", depth: int = 0) -> dict[str, list[str]]:
+    """A parsed answer's leaf values by the unit each sits in: the name of the field it sits under ("" for a
+    bare value), and for a text each line apart, under its label (``Checked: 10:07`` under ``checked``) or else
+    its place among the text's unlabelled lines: a text that varied in one line varied in that line only."""
+    out: dict[str, list[str]] = {}
     if depth > 6:
         return out
     if isinstance(value, Mapping):
         for k, v in value.items():
-            for f, vs in _by_field(v, str(k), depth + 1).items():
+            for f, vs in _units(v, str(k), depth + 1).items():
                 out.setdefault(f, []).extend(vs)
     elif isinstance(value, list):
         for v in value:
-            for f, vs in _by_field(v, field, depth + 1).items():
+            for f, vs in _units(v, field, depth + 1).items():
                 out.setdefault(f, []).extend(vs)
+    elif isinstance(value, str):
+        plain = 0
+        for line in filter(None, (x.strip() for x in value.splitlines())):
+            label = _LABEL.match(line)
+            if label is None:
+                plain += 1
+            unit = label.group(1).casefold() if label else str(plain)
+            out.setdefault(f"{field}\n{unit}", []).append(line)
     else:
-        out[field] = [value]
+        out[field] = [json.dumps(value)]
     return out
+
+
+_LABEL = re.compile(r"([^\W\d][^:=\n]{0,40}?)\s*[:=]\s")
+"""A text line's label: a few words ahead of a colon or an equals sign and a space (``Price: 42 EUR``; not the
+colon of a time, ``10:07``)."""
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
@@ -242,16 +276,15 @@ def _clock(value: Any) -> bool:
     return epoch_like(value, 0)
 
 
-def _masked(value: Any, fields: set[str], every: bool = False) -> Any:
-    """A parsed answer with the values (text, or a clock's number; any value with ``every``) under ``fields``
-    blanked out."""
+def _masked(value: Any, fields: set[str]) -> Any:
+    """A parsed answer with the values (text, or a clock's number) under ``fields`` blanked out."""
     if isinstance(value, Mapping):
         return {
-            k: "" if k in fields and (every or isinstance(v, str) or _clock(v)) else _masked(v, fields, every)
+            k: "" if k in fields and (isinstance(v, str) or _clock(v)) else _masked(v, fields)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_masked(v, fields, every) for v in value]
+        return [_masked(v, fields) for v in value]
     return value
 
 
