@@ -1594,6 +1594,38 @@ class TestRecordedAgentsNarrowings:
     """Recorded agents on which the narrowed reference findings (rf47, fix47r) must still see a stale answer
     (review rev47r2: shapes H-a to H-d)."""
 
+    def test_a_notice_every_fare_carries_does_not_hide_another_routes_fare(self, tmp_path: Path) -> None:
+        """A fare tool whose every answer carries the same notice, asked for two routes on one day and one route on
+        two days, answers route Skerry with the fare a passing run got for route Brae: the notice follows no field
+        of the request, but the fare follows the route, so the answer is another request's (H-a)."""
+        fares = {"Lerwick": 18.5, "Brae": 64.0, "Skerry": 21.0, "Unst": 33.5}
+        cache: dict[str, str] = {}
+
+        @trajdebug.step(kind="tool")
+        def quote_fare(route: str, day: str) -> dict[str, Any]:
+            said = cache.get(route, route)
+            return {"route": said, "fare": {"adult_eur": fares[said], "child_eur": fares[said] / 2, "cabin": "standard saloon"},
+                    "notice": "Fares include harbour dues and may change without notice."}
+
+        @trajdebug.step(kind="other")
+        def pay(quote: dict[str, Any], wallet: float) -> str:
+            if quote["fare"]["adult_eur"] > wallet:
+                raise ValueError(f"wallet holds {wallet} EUR, the fare is {quote['fare']['adult_eur']} EUR")
+            return "paid"
+
+        def trip(route: str, day: str, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[route] = "Brae"
+                pay(quote_fare(route, day), 40.0 if route != "Brae" else 80.0)
+            return f"{route} {day}", body
+
+        passing = [trip("Unst", "2031-05-03"), trip("Skerry", "2031-05-04"), trip("Lerwick", "2031-05-01"),
+                   trip("Brae", "2031-05-01"), trip("Lerwick", "2031-05-02")]
+        bad, pool = _recorded(tmp_path / "ferry.jsonl", "ferry-desk", [*passing, trip("Skerry", "2031-05-01", stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "quote_fare")
+
     def test_a_text_answer_whose_time_line_varied_still_deviates_in_its_price_line(self, tmp_path: Path) -> None:
         """A price board answering in lines, whose passing runs read the lamp's board at two times (its "Checked"
         line varies), answers the kettle's request with another price now: only the line that varied is how it

@@ -78,7 +78,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
                 if (
                     _same_subject(asked, other, key, part)
                     or _shared_cause(asked, other, part)
-                    or _answers_this(asked, other, part, st)
+                    or _answers_this(asked, other, key, part, st)
                 ):
                     continue
                 yield Evidence(
@@ -317,15 +317,16 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
     return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
 
 
-def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
+def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> bool:
     """Whether an answer another request also got says it answers this one: it names this request's own value
-    in every field where the two requests differ (echoed under the field's name), and, for a request written
-    as free text, a word only this request has that is rare among the passing requests.  Two requests about
-    one subject get one answer (the quote for a lock type asked at two times of day, the listing that holds
-    both stations a name search matched).  A field both requests share, echoed (the date a weather tool that
-    ignores the city repeats), or one of two fields that differ, says nothing about which request it answers
-    (review rev47r, H2): the answer may follow the field it does not name.  A field passing requests differed
-    in alone while they got one answer (the hour a fare is asked at) is one the answer does not follow."""
+    in every field where the two requests differ (echoed under the field's name), and, for a request written as free text, a word
+    only this request has that is rare among the passing requests.  Two requests about one subject get one answer (the quote for a lock type asked at
+    two times of day, the listing that holds both stations a name search matched).  A field both requests
+    share, echoed (the date a weather tool that ignores the city repeats), or one of two fields that differ,
+    says nothing about which request it answers (review rev47r, H2): the answer may follow the field it does
+    not name.  A field passing requests differed in alone while they got one value under the answer's same key
+    (the hour a fare is asked at) is one that part of the answer does not follow; a notice every answer
+    carries follows no field, and says so of its own key only (review rev47r2, H-a)."""
     try:
         theirs = json.loads(other)
     except (ValueError, RecursionError):
@@ -337,9 +338,10 @@ def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
     mine_f, mine_w = _asked_units(asked)
     theirs_f, theirs_w = _asked_units(theirs)
     differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
-    loose = _requests_of(st)[2]
+    by_key = _requests_of(st)[2]
+    loose = by_key.get(None, frozenset()) | by_key.get(key, frozenset())
     if differ and differ <= loose and mine_w == theirs_w:
-        # The requests differ only in fields passing requests differed in alone and got one answer.
+        # The requests differ only in fields passing requests differed in alone and got this part alike.
         return True
     own = {f: mine_f[f] - theirs_f.get(f, set()) for f in differ - loose if f in mine_f}
     own = {f: vs for f, vs in own.items() if vs}
@@ -370,8 +372,9 @@ def _rare(word: str, st: _StepStats) -> bool:
 _FUNCTION_WORDS = ENGLISH.stopwords | ENGLISH.short_stopwords
 
 
-_Requests = tuple[int, dict[str, int], frozenset[str]]
-"""How many passing requests; in how many each free-text word occurs; the fields no answer followed."""
+_Requests = tuple[int, dict[str, int], Mapping[str | None, frozenset[str]]]
+"""How many passing requests; in how many each free-text word occurs; per key of the answer (None: the whole),
+the fields no value under it followed."""
 
 _REQUESTS: dict[int, tuple[_StepStats, int, _Requests]] = {}
 """Per step profile (by identity, with the count of its parts when read): what its passing requests show."""
@@ -380,8 +383,9 @@ _REQUESTS: dict[int, tuple[_StepStats, int, _Requests]] = {}
 def _requests_of(st: _StepStats) -> _Requests:
     """What a step's passing requests show, read once per profile (asked of every old-answer candidate,
     re-reading every request each time was quadratic in a tool's calls; review rev47r, H3b): how many there
-    are, in how many each free-text word occurs, and the fields two requests differed in alone while they
-    got one answer (the hour a fare is asked at): fields the answer does not follow."""
+    are, in how many each free-text word occurs, and per key of the answer the fields in which a request that
+    got the same value under it as another differed from that one alone (the hour a fare is asked at): fields
+    the value under that key does not follow.  Each part's requests are compared with its first (linear)."""
     hit = _REQUESTS.get(id(st))
     if hit is not None and hit[0] is st and hit[1] == len(st.parts):
         return hit[2]
@@ -397,15 +401,14 @@ def _requests_of(st: _StepStats) -> _Requests:
     for _, ws in read.values():
         for w in ws:
             counts[w] = counts.get(w, 0) + 1
-    loose: set[str] = set()
-    for got in st.parts.values():
-        alike = [read[r] for r in list(got)[:12]]
-        for i, (fa, wa) in enumerate(alike):
-            for fb, wb in alike[i + 1:]:
-                differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
-                if len(differ) == 1 and wa == wb:
-                    loose |= differ
-    out = (len(read), counts, frozenset(loose))
+    loose: dict[str | None, set[str]] = {}
+    for part, got in st.parts.items():
+        (fa, wa), *rest = [read[r] for r in got] or [({}, set())]
+        for fb, wb in rest:
+            differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
+            if len(differ) == 1 and wa == wb:
+                loose.setdefault(st.part_keys.get(part), set()).update(differ)
+    out = (len(read), counts, {k: frozenset(v) for k, v in loose.items()})
     if len(_REQUESTS) > 512:
         _REQUESTS.clear()
     _REQUESTS[id(st)] = (st, len(st.parts), out)
