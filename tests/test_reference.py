@@ -1626,6 +1626,40 @@ class TestRecordedAgentsNarrowings:
         bad, pool = _recorded(tmp_path / "ferry.jsonl", "ferry-desk", [*passing, trip("Skerry", "2031-05-01", stale=True)])
         assert "reference:old-answer" in _signals_of(bad, pool, "quote_fare")
 
+    def test_a_small_id_nested_in_another_requests_answer_does_not_name_this_request(self, tmp_path: Path) -> None:
+        """A kennel lookup asked for dog 3 answers with the record a passing run got for dog 8, whose kennel
+        happens to be number 3: a small number nested in the answer is no echo of the request (H-b)."""
+        dogs = {3: ("Bramble", 1, 40), 5: ("Juniper", 2, 22), 8: ("Pepper", 3, 12), 11: ("Moss", 4, 30), 14: ("Fern", 5, 25)}
+        cache: dict[int, int] = {}
+
+        @trajdebug.step(kind="tool")
+        def get_dog(id: int) -> dict[str, Any]:
+            said = cache.get(id, id)
+            name, kennel, kilos = dogs[said]
+            return {"id": said, "name": name, "weight_kg": kilos, "kennel": {"id": kennel, "block": "east run"}}
+
+        @trajdebug.step(kind="tool")
+        def weigh(id: int) -> float:
+            return float(dogs[id][2])
+
+        @trajdebug.step(kind="other")
+        def dose(record: dict[str, Any], scale_kg: float) -> str:
+            if abs(record["weight_kg"] - scale_kg) > 5:
+                raise ValueError(f"the record says {record['weight_kg']} kg, the scale {scale_kg} kg")
+            return "dosed"
+
+        def visit(dog: int, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[dog] = 8
+                dose(get_dog(dog), weigh(dog))
+            return f"dog {dog}", body
+
+        passing = [visit(5), visit(8), visit(11), visit(14), visit(5)]
+        bad, pool = _recorded(tmp_path / "kennel.jsonl", "kennel-vet", [*passing, visit(3, stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_dog")
+
     def test_a_text_answer_whose_time_line_varied_still_deviates_in_its_price_line(self, tmp_path: Path) -> None:
         """A price board answering in lines, whose passing runs read the lamp's board at two times (its "Checked"
         line varies), answers the kettle's request with another price now: only the line that varied is how it

@@ -319,7 +319,7 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
 
 def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> bool:
     """Whether an answer another request also got says it answers this one: it names this request's own value
-    in every field where the two requests differ (echoed under the field's name), and, for a request written as free text, a word
+    in every field where the two requests differ (`_echoes`), and, for a request written as free text, a word
     only this request has that is rare among the passing requests.  Two requests about one subject get one answer (the quote for a lock type asked at
     two times of day, the listing that holds both stations a name search matched).  A field both requests
     share, echoed (the date a weather tool that ignores the city repeats), or one of two fields that differ,
@@ -349,10 +349,45 @@ def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepS
     if not own and not words:
         # Nothing this request asked alone that an answer could name: nothing says it is this request's.
         return False
-    echoed = _fields_of(got)
-    if any(not vs & echoed.get(f, set()) for f, vs in own.items()):
+    if not _echoes(got, own, whole=key is None):
         return False
     return not words or bool(words & set(_WORD.findall(part.casefold())))
+
+
+def _echoes(got: Any, own: Mapping[str, set[str]], whole: bool) -> bool:
+    """Whether an answer (or a part of it) echoes each of this request's own values under the field's name: a
+    distinctive value anywhere in it, a small one (a number under 1000, a text of three characters) only at the
+    top of a whole answer (its own fields, or its records' in a list).  A kennel's id 3 nested in another dog's
+    record, a count of 3, is no echo of a request for dog 3 (review rev47r2, H-b)."""
+    deep = _fields_of(got)
+    top = _top_fields(got) if whole else {}
+    for f, vs in own.items():
+        seen = {v for v in vs & deep.get(f, set()) if not _small(v)} | (vs & top.get(f, set()))
+        if not seen:
+            return False
+    return True
+
+
+def _small(text: str) -> bool:
+    """Whether a request's value is too small to name it wherever it sits: a number under 1000, a short text."""
+    return len(text) <= 3 or (_NUMBER.fullmatch(text) is not None and abs(float(text)) < 1000)
+
+
+def _top_fields(value: Any) -> dict[str, set[str]]:
+    """`_fields_of` for the fields at the top of an answer: its own, or its records' when it is a list."""
+    if isinstance(value, str) and value.strip()[:1] in "{[":
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return {}
+    records = [value] if isinstance(value, Mapping) else [v for v in value[:200] if isinstance(v, Mapping)] if isinstance(value, list) else []
+    out: dict[str, set[str]] = {}
+    for record in records:
+        for k, v in record.items():
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                for field, text in _leaves(v, str(k)):
+                    out.setdefault(field, set()).add(text.strip().casefold())
+    return out
 
 
 _WORD = re.compile(r"\w[\w.-]*\w")
