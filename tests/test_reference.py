@@ -1660,6 +1660,42 @@ class TestRecordedAgentsNarrowings:
         bad, pool = _recorded(tmp_path / "kennel.jsonl", "kennel-vet", [*passing, visit(3, stale=True)])
         assert "reference:old-answer" in _signals_of(bad, pool, "get_dog")
 
+    def test_one_word_a_sentence_request_shares_with_another_requests_article_does_not_name_it(self, tmp_path: Path) -> None:
+        """A help-desk search asked about a cracked kettle's warranty answers with the refund article a passing run got
+        for a damaged kettle, which mentions the warranty in passing: one rare word of the question is not enough
+        to say the article answers it (H-c)."""
+        articles = {
+            "refund for a damaged kettle": "Refunds: a damaged kettle is refunded in full within 30 days; the warranty is unaffected.",
+            "delivery times to Orkney": "Orkney deliveries take four working days by the Thursday ferry.",
+            "warranty on the toaster": "Toasters carry a two-year warranty against element failure.",
+            "exchange a faulty blender": "Faulty blenders are exchanged in store with the receipt.",
+            "gift wrapping options": "Gift wrapping costs two pounds and comes in three papers.",
+            "warranty on a cracked kettle": "Kettles carry a one-year warranty; cracks from a fall are not covered.",
+        }
+        cache: dict[str, str] = {}
+
+        @trajdebug.step(kind="tool")
+        def search_help(query: str) -> dict[str, Any]:
+            return {"article": articles[cache.get(query, query)]}
+
+        @trajdebug.step(kind="other")
+        def reply(found: dict[str, Any], query: str) -> str:
+            if "refund" in found["article"].lower() and "refund" not in query:
+                raise ValueError("the customer asked about a warranty and was told about a refund")
+            return found["article"]
+
+        def ask(query: str, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[query] = "refund for a damaged kettle"
+                reply(search_help(query), query)
+            return query, body
+
+        passing = [ask(q) for q in list(articles)[:5]]
+        bad, pool = _recorded(tmp_path / "desk.jsonl", "help-desk", [*passing, ask("warranty on a cracked kettle", stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "search_help")
+
     def test_a_text_answer_whose_time_line_varied_still_deviates_in_its_price_line(self, tmp_path: Path) -> None:
         """A price board answering in lines, whose passing runs read the lamp's board at two times (its "Checked"
         line varies), answers the kettle's request with another price now: only the line that varied is how it

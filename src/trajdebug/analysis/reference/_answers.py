@@ -319,8 +319,8 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
 
 def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> bool:
     """Whether an answer another request also got says it answers this one: it names this request's own value
-    in every field where the two requests differ (`_echoes`), and, for a request written as free text, a word
-    only this request has that is rare among the passing requests.  Two requests about one subject get one answer (the quote for a lock type asked at
+    in every field where the two requests differ (`_echoes`), and, for a request written as free text, its own
+    words (`_names_words`).  Two requests about one subject get one answer (the quote for a lock type asked at
     two times of day, the listing that holds both stations a name search matched).  A field both requests
     share, echoed (the date a weather tool that ignores the city repeats), or one of two fields that differ,
     says nothing about which request it answers (review rev47r, H2): the answer may follow the field it does
@@ -335,8 +335,8 @@ def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepS
         got = json.loads(part)
     except (ValueError, RecursionError):
         got = part
-    mine_f, mine_w = _asked_units(asked)
-    theirs_f, theirs_w = _asked_units(theirs)
+    mine_f, mine_w, mine_p = _asked_units(asked)
+    theirs_f, theirs_w, theirs_p = _asked_units(theirs)
     differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
     by_key = _requests_of(st)[2]
     loose = by_key.get(None, frozenset()) | by_key.get(key, frozenset())
@@ -351,7 +351,7 @@ def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepS
         return False
     if not _echoes(got, own, whole=key is None):
         return False
-    return not words or bool(words & set(_WORD.findall(part.casefold())))
+    return not words or _names_words(got, part, words, mine_p - theirs_p)
 
 
 def _echoes(got: Any, own: Mapping[str, set[str]], whole: bool) -> bool:
@@ -390,6 +390,20 @@ def _top_fields(value: Any) -> dict[str, set[str]]:
     return out
 
 
+def _names_words(got: Any, part: str, words: set[str], phrases: set[str]) -> bool:
+    """Whether an answer names a free-text request by its own rare ``words``: two of them, or one that is an
+    id (letters and digits: ``AC-12``), or the request's own text whole as one of the answer's values (the
+    quay a name search asked for, listed).  One shared word (a warranty a refund article mentions in passing)
+    is no answer to a question about a warranty (review rev47r2, H-c)."""
+    shared = words & set(_WORD.findall(part.casefold()))
+    if len(shared) >= 2 or any(_SHAPE_DIGIT.search(w) and _SHAPE_ALPHA.search(w) for w in shared):
+        return True
+    if not phrases:
+        return False
+    values = {" ".join(v.split()) for vs in _fields_of(got).values() for v in vs}
+    return bool(phrases & values)
+
+
 _WORD = re.compile(r"\w[\w.-]*\w")
 
 
@@ -424,22 +438,23 @@ def _requests_of(st: _StepStats) -> _Requests:
     hit = _REQUESTS.get(id(st))
     if hit is not None and hit[0] is st and hit[1] == len(st.parts):
         return hit[2]
-    read: dict[str, tuple[dict[str, set[str]], set[str]]] = {}
+    read: dict[str, tuple[dict[str, set[str]], set[str], set[str]]] = {}
     for got in st.parts.values():
         for r in got:
             if r not in read:
                 try:
                     read[r] = _asked_units(json.loads(r))
                 except (ValueError, RecursionError):
-                    read[r] = ({}, set())
+                    read[r] = ({}, set(), set())
     counts: dict[str, int] = {}
-    for _, ws in read.values():
+    for _, ws, _ in read.values():
         for w in ws:
             counts[w] = counts.get(w, 0) + 1
     loose: dict[str | None, set[str]] = {}
     for part, got in st.parts.items():
-        (fa, wa), *rest = [read[r] for r in got] or [({}, set())]
-        for fb, wb in rest:
+        first, *rest = [read[r] for r in got] or [({}, set(), set())]
+        fa, wa, _ = first
+        for fb, wb, _ in rest:
             differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
             if len(differ) == 1 and wa == wb:
                 loose.setdefault(st.part_keys.get(part), set()).update(differ)
@@ -450,20 +465,22 @@ def _requests_of(st: _StepStats) -> _Requests:
     return out
 
 
-def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str]]:
+def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str], set[str]]:
     """What a request asks about, case-folded: its fields' values by field name (texts of three characters or
-    more, and numbers), and the words (three characters or more) of its free texts (ones with spaces: an
-    answer echoes no field of a sentence).  A text that is JSON (an agent used as a tool takes its arguments
-    so) is read as its fields."""
+    more, and numbers), the words (three characters or more) of its free texts (ones with spaces: an answer
+    echoes no field of a sentence), and those free texts whole (spaces made one).  A text that is JSON (an
+    agent used as a tool takes its arguments so) is read as its fields."""
     fields: dict[str, set[str]] = {}
     words: set[str] = set()
+    phrases: set[str] = set()
     for field, v in _leaves(value):
         text = v.strip().casefold()
         if any(c.isspace() for c in text):
             words.update(w for w in _WORD.findall(text) if len(w) >= 3)
+            phrases.add(" ".join(text.split()))
         elif len(text) >= 3 or _NUMBER.fullmatch(text):
             fields.setdefault(field, set()).add(text)
-    return fields, words
+    return fields, words, phrases
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
