@@ -1727,3 +1727,41 @@ class TestRecordedAgentsNarrowings:
         assert "reference:same-input" in _signals_of(bad, pool, "price_board")
         bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
         assert "reference:same-input" not in _signals_of(bad, pool, "price_board")
+
+
+def test_the_narrowed_answer_checks_read_each_passing_request_and_answer_once() -> None:
+    """Asked of every call of a long failing run, which fields an answer follows (`_requests_of`) and which fields
+    varied (`_varied_of`) are read once for the profile, each passing request and answer once, and each call's
+    own request and answer a bounded number of times: the checks stay linear in the calls."""
+    reads = {"asked": 0, "units": 0}
+    real_asked, real_units = _answers._asked_units, _answers._units
+
+    def asked(*args: Any, **kw: Any) -> Any:
+        reads["asked"] += 1
+        return real_asked(*args, **kw)
+
+    def units(*args: Any, **kw: Any) -> Any:
+        reads["units"] += len(args) == 1  # an answer read whole, not the recursion into its parts
+        return real_units(*args, **kw)
+
+    def shelf(i: int, count: int) -> dict[str, Any]:
+        return {"shelf": f"SH-{i}", "count": count, "note": f"restocked by crew {i % 3} on the night shift"}
+
+    def run(rid: str, answers: list[tuple[int, dict[str, Any]]], *, fail: bool = False) -> Run:
+        steps = tuple(Step(f"s{j}", "read_shelf", "tool", input={"shelf": f"SH-{i}", "aisle": "north"}, output=out,
+                           start_ns=2 * j + 1, end_ns=2 * j + 2) for j, (i, out) in enumerate(answers))
+        return Run(rid, "store", outcome="failure" if fail else "success", steps=steps)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_answers, "_asked_units", asked)
+        mp.setattr(_answers, "_units", units)
+        for n in (40, 160):
+            steady = [(i, shelf(i, i % 5)) for i in range(n)]
+            profile = learn([run("ok1", steady), run("ok2", steady), run("ok3", [(0, shelf(0, 9))])])
+            bad = run("bad", [(i, shelf(i + 1, (i + 1) % 5)) for i in range(n - 1)], fail=True)
+            lin = Lineage(bad)
+            reads.update(asked=0, units=0)
+            found = [e.diagnoser for s in bad.steps for e in violations(s, lin.view(s.step_id), profile)]
+            assert found.count("reference:same-input") == n - 2  # shelf 0's passing counts varied
+            assert found.count("reference:old-answer") == n - 1
+            assert reads["asked"] <= 4 * n and reads["units"] <= 4 * n
