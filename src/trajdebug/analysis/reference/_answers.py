@@ -147,20 +147,30 @@ def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
     from more than its request (a live reading, a count that falls as a run sells, the time a board was read),
     so another value there now is how it behaves, not a changed environment.  A field or line that never varied
     (the item a stock lookup answers about, a price line beside a time line) still tells, whatever varied
-    elsewhere (reviews rev47r H3, rev47r2 H-d).  An answer that does not parse (cut for its size) tells nothing."""
+    elsewhere (reviews rev47r H3, rev47r2 H-d), and so does the answer's shape (a record or a line more or
+    fewer).  An answer that does not parse (cut for its size) tells nothing."""
     varied = _varied_of(st)
     if not varied:
         return False
     try:
-        mine = _units(json.loads(now))
-        for old in answers:
-            theirs = _units(json.loads(old))
-            differ = {k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)}
-            if differ and differ <= varied:
-                return True
+        mine = _blanked(json.loads(now), varied)
+        return any(_blanked(json.loads(old), varied) == mine for old in answers)
     except (ValueError, RecursionError):
         return False
-    return False
+
+
+def _blanked(value: Any, varied: frozenset[str], field: str = "", depth: int = 0) -> Any:
+    """A parsed answer with the values in the ``varied`` units (`_units`) blanked out, its shape kept (a text
+    as its lines)."""
+    if depth > 6:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _blanked(v, varied, str(k), depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blanked(v, varied, field, depth + 1) for v in value]
+    if isinstance(value, str):
+        return ["" if unit in varied else line for unit, line in _lines(value, field)]
+    return "" if field in varied else value
 
 
 _VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
@@ -193,8 +203,7 @@ def _varied_of(st: _StepStats) -> frozenset[str]:
 
 def _units(value: Any, field: str = "", depth: int = 0) -> dict[str, list[str]]:
     """A parsed answer's leaf values by the unit each sits in: the name of the field it sits under ("" for a
-    bare value), and for a text each line apart, under its label (``Checked: 10:07`` under ``checked``) or else
-    its place among the text's unlabelled lines: a text that varied in one line varied in that line only."""
+    bare value), and for a text each line apart (`_lines`): a text that varied in one line varied there only."""
     out: dict[str, list[str]] = {}
     if depth > 6:
         return out
@@ -207,16 +216,22 @@ def _units(value: Any, field: str = "", depth: int = 0) -> dict[str, list[str]]:
             for f, vs in _units(v, field, depth + 1).items():
                 out.setdefault(f, []).extend(vs)
     elif isinstance(value, str):
-        plain = 0
-        for line in filter(None, (x.strip() for x in value.splitlines())):
-            label = _LABEL.match(line)
-            if label is None:
-                plain += 1
-            unit = label.group(1).casefold() if label else str(plain)
-            out.setdefault(f"{field}\n{unit}", []).append(line)
+        for unit, line in _lines(value, field):
+            out.setdefault(unit, []).append(line)
     else:
         out[field] = [json.dumps(value)]
     return out
+
+
+def _lines(text: str, field: str) -> Iterator[tuple[str, str]]:
+    """A text's lines, each with its unit: the field's name and the line's label (``Checked: 10:07`` under
+    ``checked``), or else its place among the text's unlabelled lines."""
+    plain = 0
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        label = _LABEL.match(line)
+        if label is None:
+            plain += 1
+        yield f"{field}\n{label.group(1).casefold() if label else plain}", line
 
 
 _LABEL = re.compile(r"([^\W\d][^:=\n]{0,40}?)\s*[:=]\s")
