@@ -395,7 +395,12 @@ def _top_fields(value: Any) -> dict[str, set[str]]:
             value = json.loads(value)
         except (ValueError, RecursionError):
             return {}
-    records = [value] if isinstance(value, Mapping) else [v for v in value[:200] if isinstance(v, Mapping)] if isinstance(value, list) else []
+    if isinstance(value, Mapping):
+        records = [value]
+    elif isinstance(value, list):
+        records = [v for v in value[:200] if isinstance(v, Mapping)]
+    else:
+        return {}
     out: dict[str, set[str]] = {}
     for record in records:
         for k, v in record.items():
