@@ -558,9 +558,9 @@ class TestOldAnswers:
 
 
     def test_an_answer_echoing_this_requests_fields_is_no_old_answer(self) -> None:
-        """A fare tool whose passing runs got one fare for one route asked at two hours answered this request
-        with the fare a passing run got for its route at another hour: the hour is not what the fare follows;
-        the same fare for another route is still another request's answer."""
+        """A fare tool whose passing runs got one fare for one route asked at two hours (two routes so: rev48r, M1)
+        answered this request with the fare a passing run got for its route at another hour: the hour is not what
+        the fare follows; the same fare for another route is still another request's answer."""
 
         def fare(rid: str, route: str, hour: str, echoed: str, *, fail: bool = False) -> Run:
             s = Step("q", "quote_fare", "tool", input={"route": route, "hour": hour},
@@ -569,7 +569,9 @@ class TestOldAnswers:
 
         passing = [fare("p1", "harbour to isle", "07:40", "harbour to isle")] + [
             fare(f"p{i}", f"pier {i} to cove", f"1{i}:00", f"pier {i} to cove") for i in range(2, 6)
-        ] + [fare("p6", "pier 2 to cove", "16:30", "pier 2 to cove")]
+        ] + [fare("p6", "pier 2 to cove", "16:30", "pier 2 to cove")] + [
+            fare(f"p{i}", "skerry to north bay", hour, "skerry to north bay") for i, hour in ((7, "09:15"), (8, "14:45"))
+        ]
         profile = learn(passing)
 
         def old(run: Run) -> bool:
@@ -1727,6 +1729,146 @@ class TestRecordedAgentsNarrowings:
         assert "reference:same-input" in _signals_of(bad, pool, "price_board")
         bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
         assert "reference:same-input" not in _signals_of(bad, pool, "price_board")
+
+    def test_a_json_text_answer_whose_time_varied_still_deviates_in_its_price(self, tmp_path: Path) -> None:
+        """A quote tool answering JSON as text (``json.dumps``), whose passing runs read the lamp's quote at two
+        times (its ``checked`` varies), answers the kettle's request with another price: the text is read as the
+        fields it holds, and only ``checked`` varied, not the price (rev48r, H1)."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31, "fan": 19}
+        state = {"clock": 0, "stale": 0}
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return json.dumps({"item": item, "price_eur": price, "currency": "EUR", "checked": f"10:{state['clock'] % 60:02d}"})
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: str, budget: int) -> str:
+            price = json.loads(quote)["price_eur"]
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(get_quote(item), 45)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp"), buy("fan")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert "reference:same-input" in _signals_of(bad, pool, "get_quote")
+
+    def test_an_id_nested_in_another_requests_record_does_not_name_this_request(self, tmp_path: Path) -> None:
+        """An HR lookup whose cache is keyed by team answers the manager's request with her report's record, which
+        names the manager's ``employee_id`` in its nested ``manager``: a value names the request only at the top
+        of the answer, so the record is another request's (rev48r, H2)."""
+        people = {
+            "E-1042": ("Ada Brennan", "payments", None, 50000), "E-1077": ("Tom Okafor", "payments", "E-1042", 2000),
+            "E-2010": ("Lin Hart", "search", None, 50000), "E-2031": ("Rui Sousa", "search", "E-2010", 1000),
+            "E-3005": ("Mo Adeyemi", "infra", None, 20000), "E-3020": ("Ines Varga", "infra", "E-3005", 2000),
+        }
+        cache: dict[str, dict[str, Any]] = {}
+        state = {"buggy": False}
+
+        @trajdebug.step(kind="tool")
+        def get_employee(employee_id: str) -> dict[str, Any]:
+            name, team, manager, limit = people[employee_id]
+            key = team if state["buggy"] else employee_id
+            if key not in cache:
+                rec: dict[str, Any] = {"employee_id": employee_id, "name": name, "team": team, "approval_limit": limit}
+                if manager:
+                    rec["manager"] = {"employee_id": manager, "name": people[manager][0]}
+                cache[key] = rec
+            return cache[key]
+
+        @trajdebug.step(kind="other")
+        def approve(approver: dict[str, Any], amount: int) -> str:
+            if amount > approver["approval_limit"]:
+                raise ValueError(f"{approver['name']} can approve up to {approver['approval_limit']}, not {amount}")
+            return "approved"
+
+        def expense(requester: str, approver: str, amount: int, *, buggy: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                state["buggy"] = buggy
+                get_employee(requester)
+                approve(get_employee(approver), amount)
+            return f"expense {amount} by {requester}", body
+
+        passing = [expense("E-2031", "E-2010", 8000), expense("E-3020", "E-3005", 5000), expense("E-1077", "E-3005", 12000),
+                   expense("E-2031", "E-2010", 700), expense("E-3020", "E-3005", 15000)]
+        bad, pool = _recorded(tmp_path / "hr.jsonl", "expenses", [*passing, expense("E-1077", "E-1042", 9000, buggy=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_employee")
+
+    def test_one_skus_price_alike_on_two_dates_does_not_make_every_price_ignore_the_date(self, tmp_path: Path) -> None:
+        """A price tool asked for (sku, date), one sku's price unchanged on two passing dates, answers another sku
+        with the price its earlier date had: one subject alike on two dates is no sign the price ignores the
+        date; the answer is still another request's (rev48r, M1)."""
+        book = {"SKU-4411": [("2031-04-01", 18.0)], "SKU-5520": [("2031-04-01", 64.0), ("2031-05-02", 71.5)],
+                "SKU-6603": [("2031-04-01", 9.5)], "SKU-7120": [("2031-04-01", 120.0)]}
+        warm: dict[str, str] = {}
+
+        def price_on(sku: str, day: str) -> float:
+            return [p for d, p in book[sku] if d <= day][-1]
+
+        @trajdebug.step(kind="tool")
+        def get_price(sku: str, date: str) -> dict[str, Any]:
+            return {"sku": sku, "unit_price": price_on(sku, warm.get(sku, date)), "currency": "EUR", "vat_rate": 0.2}
+
+        @trajdebug.step(kind="other")
+        def invoice(price: dict[str, Any], qty: int, paid: float) -> str:
+            due = round(price["unit_price"] * qty * 1.2, 2)
+            if abs(due - paid) > 0.01:
+                raise ValueError(f"invoice says {due} EUR, the customer paid {paid} EUR")
+            return "ok"
+
+        def order(sku: str, date: str, qty: int, stale: str | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                warm.clear()
+                if stale:
+                    warm[sku] = stale
+                invoice(get_price(sku, date), qty, round(price_on(sku, date) * qty * 1.2, 2))
+            return f"order {sku} {date}", body
+
+        passing = [order("SKU-4411", "2031-04-10", 3), order("SKU-4411", "2031-04-20", 1), order("SKU-5520", "2031-04-12", 2),
+                   order("SKU-6603", "2031-04-15", 5), order("SKU-7120", "2031-04-18", 1)]
+        bad, pool = _recorded(tmp_path / "prices.jsonl", "invoicer", [*passing, order("SKU-5520", "2031-05-06", 2, "2031-04-12")])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_price")
+
+    def test_a_stock_that_varied_in_a_name_value_list_does_not_hide_the_price_beside_it(self, tmp_path: Path) -> None:
+        """A product API answering its attributes as name/value pairs, whose stock falls as runs sell, answers the
+        lamp with a stale price: each pair is its own unit (by its name), so the stock that varied says nothing
+        of the price, which never did (rev48r, M2)."""
+        prices = {"lamp": 42.0, "kettle": 25.0, "toaster": 31.0, "fan": 19.0}
+        stock = {"lamp": 9, "kettle": 14, "toaster": 6, "fan": 30}
+        state: dict[str, float | None] = {"stale": None}
+
+        @trajdebug.step(kind="tool")
+        def product(item: str) -> dict[str, Any]:
+            price = state["stale"] if state["stale"] and item == "lamp" else prices[item]
+            return {"item": item, "attributes": [{"name": "price_eur", "value": price},
+                                                 {"name": "stock", "value": stock[item]}, {"name": "vat_rate", "value": 0.2}]}
+
+        @trajdebug.step(kind="other")
+        def pay(products: list[dict[str, Any]], budget: float) -> str:
+            total = sum(a["value"] for p in products for a in p["attributes"] if a["name"] == "price_eur")
+            if total > budget:
+                raise ValueError(f"the basket costs {total} EUR, over the budget of {budget} EUR")
+            for p in products:
+                stock[p["item"]] -= 1
+            return "paid"
+
+        def shop(items: list[str], budget: float = 100.0, stale: float | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                pay([product(i) for i in items], budget)
+            return " ".join(items), body
+
+        passing = [shop(["lamp", "kettle"]), shop(["toaster", "fan"]), shop(["kettle", "fan"]), shop(["toaster"])]
+        bad, pool = _recorded(tmp_path / "kv.jsonl", "kv-shop", [*passing, shop(["lamp", "toaster"], budget=80, stale=58.0)])
+        assert "reference:same-input" in _signals_of(bad, pool, "product")
 
 
 def test_the_narrowed_answer_checks_read_each_passing_request_and_answer_once() -> None:

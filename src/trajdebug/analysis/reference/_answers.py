@@ -159,18 +159,21 @@ def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
         return False
 
 
-def _blanked(value: Any, varied: frozenset[str], field: str = "", depth: int = 0) -> Any:
+def _blanked(value: Any, varied: frozenset[str], path: str = "", depth: int = 0) -> Any:
     """A parsed answer with the values in the ``varied`` units (`_units`) blanked out, its shape kept (a text
-    as its lines)."""
+    as its lines, a JSON text as what it holds)."""
     if depth > 6:
         return value
     if isinstance(value, Mapping):
-        return {k: _blanked(v, varied, str(k), depth + 1) for k, v in value.items()}
+        return {k: _blanked(v, varied, _unit_path(path, value, k), depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_blanked(v, varied, field, depth + 1) for v in value]
+        return [_blanked(v, varied, path, depth + 1) for v in value]
     if isinstance(value, str):
-        return ["" if unit in varied else line for unit, line in _lines(value, field)]
-    return "" if field in varied else value
+        held = _json_text(value)
+        if held is not None:
+            return _blanked(held, varied, path, depth + 1)
+        return ["" if unit in varied else line for unit, line in _lines(value, path)]
+    return "" if path in varied else value
 
 
 _VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
@@ -201,26 +204,61 @@ def _varied_of(st: _StepStats) -> frozenset[str]:
     return out
 
 
-def _units(value: Any, field: str = "", depth: int = 0) -> dict[str, list[str]]:
-    """A parsed answer's leaf values by the unit each sits in: the name of the field it sits under ("" for a
-    bare value), and for a text each line apart (`_lines`): a text that varied in one line varied there only."""
+def _units(value: Any, path: str = "", depth: int = 0) -> dict[str, list[str]]:
+    """A parsed answer's leaf values by the unit each sits in: its path of field names (`_unit_path`: a list's
+    items as one, "" for a bare value), a JSON text as what it holds (review rev48r, H1), and for a text each
+    line apart (`_lines`): a text that varied in one line varied there only."""
     out: dict[str, list[str]] = {}
     if depth > 6:
         return out
     if isinstance(value, Mapping):
         for k, v in value.items():
-            for f, vs in _units(v, str(k), depth + 1).items():
+            for f, vs in _units(v, _unit_path(path, value, k), depth + 1).items():
                 out.setdefault(f, []).extend(vs)
     elif isinstance(value, list):
         for v in value:
-            for f, vs in _units(v, field, depth + 1).items():
+            for f, vs in _units(v, path, depth + 1).items():
                 out.setdefault(f, []).extend(vs)
     elif isinstance(value, str):
-        for unit, line in _lines(value, field):
+        held = _json_text(value)
+        if held is not None:
+            return _units(held, path, depth + 1)
+        for unit, line in _lines(value, path):
             out.setdefault(unit, []).append(line)
     else:
-        out[field] = [json.dumps(value)]
+        out[path] = [json.dumps(value)]
     return out
+
+
+def _unit_path(path: str, record: Mapping[Any, Any], key: Any) -> str:
+    """The unit of a record's field: the path to the record and the field's name, and for a record that names
+    itself by a ``name`` or ``key`` beside a ``value`` (an attribute list's ``{"name": "price_eur", "value":
+    42}``) that name too: a stock that varied says nothing of the price beside it (review rev48r, M2)."""
+    if len(record) > 4:
+        return f"{path}.{key}"
+    fields = {str(k).casefold(): v for k, v in record.items()}
+    if fields.keys() & _VALUE_FIELDS:
+        for label in ("name", "key"):
+            own = fields.get(label)
+            if label != str(key).casefold() and isinstance(own, str) and len(own) <= 60:
+                return f"{path}.{own}.{key}"
+    return f"{path}.{key}"
+
+
+_VALUE_FIELDS = frozenset({"value", "values", "val"})
+"""The field beside a ``name`` or ``key`` that makes a record a named value (`_unit_path`)."""
+
+
+def _json_text(value: str) -> Any:
+    """What a text that is JSON holds (a tool answering ``json.dumps({...})``), else None."""
+    stripped = value.strip()
+    if stripped[:1] not in "{[":
+        return None
+    try:
+        held = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return held if isinstance(held, (Mapping, list)) else None
 
 
 def _lines(text: str, field: str) -> Iterator[tuple[str, str]]:
@@ -370,14 +408,14 @@ def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepS
 
 
 def _echoes(got: Any, own: Mapping[str, set[str]], whole: bool) -> bool:
-    """Whether an answer (or a part of it) echoes each of this request's own values under the field's name: a
-    distinctive value anywhere in it, a small one (a number under 1000, a text of three characters) only at the
-    top of a whole answer (its own fields, or its records' in a list).  A kennel's id 3 nested in another dog's
-    record, a count of 3, is no echo of a request for dog 3 (review rev47r2, H-b)."""
-    deep = _fields_of(got)
-    top = _top_fields(got) if whole else {}
+    """Whether an answer (or a part of it) echoes each of this request's own values under the field's name at
+    its top (its own fields, or its records' in a list): a value nested deeper names something else (a
+    manager's ``employee_id`` in the record of the employee the request did not ask for; review rev48r, H2),
+    and a small one (a number under 1000, a text of three characters) names a whole answer only (a kennel's
+    id 3 is no echo of a request for dog 3; review rev47r2, H-b)."""
+    top = _top_fields(got)
     for f, vs in own.items():
-        seen = {v for v in vs & deep.get(f, set()) if not _small(v)} | (vs & top.get(f, set()))
+        seen = {v for v in vs & top.get(f, set()) if whole or not _small(v)}
         if not seen:
             return False
     return True
@@ -389,7 +427,8 @@ def _small(text: str) -> bool:
 
 
 def _top_fields(value: Any) -> dict[str, set[str]]:
-    """`_fields_of` for the fields at the top of an answer: its own, or its records' when it is a list."""
+    """`_fields_of` for the fields at the top of an answer: its own, or its records' when it is a list (a field
+    holding a list of values holds each)."""
     if isinstance(value, str) and value.strip()[:1] in "{[":
         try:
             value = json.loads(value)
@@ -404,9 +443,11 @@ def _top_fields(value: Any) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for record in records:
         for k, v in record.items():
-            if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-                for field, text in _leaves(v, str(k)):
-                    out.setdefault(field, set()).add(text.strip().casefold())
+            items = v[:200] if isinstance(v, list) else [v]
+            for item in items:
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    for field, text in _leaves(item, str(k)):
+                        out.setdefault(field, set()).add(text.strip().casefold())
     return out
 
 
@@ -453,8 +494,9 @@ def _requests_of(st: _StepStats) -> _Requests:
     """What a step's passing requests show, read once per profile (asked of every old-answer candidate,
     re-reading every request each time was quadratic in a tool's calls; review rev47r, H3b): how many there
     are, in how many each free-text word occurs, and per key of the answer the fields in which a request that
-    got the same value under it as another differed from that one alone (the hour a fare is asked at): fields
-    the value under that key does not follow.  Each part's requests are compared with its first (linear)."""
+    got the same value under it as another differed from that one alone (the hour a fare is asked at), shown
+    by two subjects (other values of the other fields) at least: fields the value under that key does not
+    follow.  Each part's requests are compared with its first (linear)."""
     hit = _REQUESTS.get(id(st))
     if hit is not None and hit[0] is st and hit[1] == len(st.parts):
         return hit[2]
@@ -470,15 +512,20 @@ def _requests_of(st: _StepStats) -> _Requests:
     for _, ws, _ in read.values():
         for w in ws:
             counts[w] = counts.get(w, 0) + 1
-    loose: dict[str | None, set[str]] = {}
+    subjects: dict[str | None, dict[str, set[frozenset[tuple[str, frozenset[str]]]]]] = {}
     for part, got in st.parts.items():
         first, *rest = [read[r] for r in got] or [({}, set(), set())]
         fa, wa, _ = first
         for fb, wb, _ in rest:
             differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
             if len(differ) == 1 and wa == wb:
-                loose.setdefault(st.part_keys.get(part), set()).update(differ)
-    out = (len(read), counts, {k: frozenset(v) for k, v in loose.items()})
+                (f,) = differ
+                subject = frozenset((g, frozenset(vs)) for g, vs in fa.items() if g != f) | {("", frozenset(wa))}
+                subjects.setdefault(st.part_keys.get(part), {}).setdefault(f, set()).add(subject)
+    # One subject's answer alike on two dates (a price that did not change) is no sign that the answer does
+    # not follow the date: two subjects must show it (review rev48r, M1).
+    loose = {k: frozenset(f for f, seen in by.items() if len(seen) >= 2) for k, by in subjects.items()}
+    out = (len(read), counts, loose)
     if len(_REQUESTS) > 512:
         _REQUESTS.clear()
     _REQUESTS[id(st)] = (st, len(st.parts), out)
