@@ -391,8 +391,14 @@ def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepS
     mine_f, mine_w, mine_p = _asked_units(asked)
     theirs_f, theirs_w, theirs_p = _asked_units(theirs)
     differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
-    by_key = _requests_of(st)[2]
-    loose = by_key.get(None, frozenset()) | by_key.get(key, frozenset())
+    _, _, by_key, shown = _requests_of(st)
+    loose = set(by_key.get(None, frozenset()) | by_key.get(key, frozenset()))
+    for f in differ - loose:
+        # This request's own subject got one answer for two values of the field (one SKU's price on two
+        # dates): for it, the field is one the part does not follow.
+        subject = _subject(mine_f, mine_w, f)
+        if any(subject in shown.get(k, {}).get(f, ()) for k in (None, key)):
+            loose.add(f)
     if differ and differ <= loose and mine_w == theirs_w:
         # The requests differ only in fields passing requests differed in alone and got this part alike.
         return True
@@ -474,7 +480,7 @@ def _rare(word: str, st: _StepStats) -> bool:
     names none; review rev47r, H1)."""
     if word in _FUNCTION_WORDS:
         return False
-    n, counts, _ = _requests_of(st)
+    n, counts, _, _ = _requests_of(st)
     held = counts.get(word, 0)
     return held <= 1 or held * 4 < n
 
@@ -482,9 +488,12 @@ def _rare(word: str, st: _StepStats) -> bool:
 _FUNCTION_WORDS = ENGLISH.stopwords | ENGLISH.short_stopwords
 
 
-_Requests = tuple[int, dict[str, int], Mapping[str | None, frozenset[str]]]
+_Subject = frozenset[tuple[str, frozenset[str]]]
+_Requests = tuple[
+    int, dict[str, int], Mapping[str | None, frozenset[str]], Mapping[str | None, Mapping[str, set[_Subject]]]
+]
 """How many passing requests; in how many each free-text word occurs; per key of the answer (None: the whole),
-the fields no value under it followed."""
+the fields no value under it followed (shown by two subjects), and per field the subjects that showed it."""
 
 _REQUESTS: dict[int, tuple[_StepStats, int, _Requests]] = {}
 """Per step profile (by identity, with the count of its parts when read): what its passing requests show."""
@@ -512,7 +521,7 @@ def _requests_of(st: _StepStats) -> _Requests:
     for _, ws, _ in read.values():
         for w in ws:
             counts[w] = counts.get(w, 0) + 1
-    subjects: dict[str | None, dict[str, set[frozenset[tuple[str, frozenset[str]]]]]] = {}
+    subjects: dict[str | None, dict[str, set[_Subject]]] = {}
     for part, got in st.parts.items():
         first, *rest = [read[r] for r in got] or [({}, set(), set())]
         fa, wa, _ = first
@@ -520,16 +529,20 @@ def _requests_of(st: _StepStats) -> _Requests:
             differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
             if len(differ) == 1 and wa == wb:
                 (f,) = differ
-                subject = frozenset((g, frozenset(vs)) for g, vs in fa.items() if g != f) | {("", frozenset(wa))}
-                subjects.setdefault(st.part_keys.get(part), {}).setdefault(f, set()).add(subject)
+                subjects.setdefault(st.part_keys.get(part), {}).setdefault(f, set()).add(_subject(fa, wa, f))
     # One subject's answer alike on two dates (a price that did not change) is no sign that the answer does
-    # not follow the date: two subjects must show it (review rev48r, M1).
+    # not follow the date for every subject: two subjects must show it, or the one asking (review rev48r, M1).
     loose = {k: frozenset(f for f, seen in by.items() if len(seen) >= 2) for k, by in subjects.items()}
-    out = (len(read), counts, loose)
+    out = (len(read), counts, loose, subjects)
     if len(_REQUESTS) > 512:
         _REQUESTS.clear()
     _REQUESTS[id(st)] = (st, len(st.parts), out)
     return out
+
+
+def _subject(fields: Mapping[str, set[str]], words: set[str], field: str) -> _Subject:
+    """What a request asked about besides ``field``: its other fields' values and its words."""
+    return frozenset((g, frozenset(vs)) for g, vs in fields.items() if g != field) | {("", frozenset(words))}
 
 
 def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str], set[str]]:
