@@ -336,3 +336,75 @@ def test_a_framework_tool_gets_no_trajdebug_timeout_advice(tmp_path: Path) -> No
     assert not any("trajdebug.step" in f.fix for f in found if f.run_id in (sdk.run_id, chain.run_id))
     assert not any(f.code == "no-timeout" for f in found if f.run_id in (sdk.run_id, chain.run_id))
     assert [(f.code, f.step_name) for f in found if f.code == "no-timeout"] == [("no-timeout", "send_mail")]
+
+
+BOOKING_REQUEST = "Bella (cockapoo) needs a full groom between 2025-06-10 and 2025-06-13, please."
+
+
+def _booking_graph() -> Any:
+    """A real LangGraph graph of two plain-Python nodes: ``build_window`` reads what ``parse_request`` wrote to the
+    state, an edge the tracer cannot see (a node takes no ``deps=``)."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict, total=False):
+        text: str
+        booking: dict[str, Any]
+        window: list[str]
+
+    def parse_request(state: State) -> State:
+        return {"booking": {"dog": "Bella", "breed": "cockapoo", "earliest": "2025-06-10", "latest": "2025-06-13"}}
+
+    def build_window(state: State) -> State:
+        return {"window": [state["booking"]["earliest"], state["booking"]["latest"]]}
+
+    graph = StateGraph(State)
+    graph.add_node("parse_request", parse_request)
+    graph.add_node("build_window", build_window)
+    graph.add_edge(START, "parse_request")
+    graph.add_edge("parse_request", "build_window")
+    graph.add_edge("build_window", END)
+    return graph.compile()
+
+
+@trajdebug.step(kind="parse")
+def parse_booking(text: str) -> dict[str, Any]:
+    return {"dog": "Bella", "breed": "cockapoo", "earliest": "2025-06-10", "latest": "2025-06-13"}
+
+
+def test_a_langgraph_node_gets_no_deps_advice_and_an_sdk_step_in_the_same_shape_does(tmp_path: Path) -> None:
+    """A LangGraph node recorded by the LangChain tracer whose input holds an earlier node's output is still a
+    ``missing-dependency`` (the trace recorded no edge), but the advice is the route's, never ``deps=[...]``, which a
+    node cannot declare.  In a run that mixes the two (the graph run inside ``trajdebug.run``), the SDK step in the
+    same shape, a formatted copy of an earlier step's output, still gets the SDK advice, and the nodes do not."""
+    pytest.importorskip("langgraph", reason="langgraph is not installed")
+    from trajdebug.integrations.langchain import TrajdebugTracer
+
+    graph = _booking_graph()
+    tracer = TrajdebugTracer()
+    graph.invoke({"text": BOOKING_REQUEST}, config={"callbacks": [tracer]})
+    framework = tracer.to_run()
+    with trajdebug.run("mixed", path=str(tmp_path / "mixed.jsonl")) as mixed:
+        booking = parse_booking(BOOKING_REQUEST)
+        window = f"from {booking['earliest']} to {booking['latest']} for {booking['dog']} the {booking['breed']}"
+        with trajdebug.step("build_window_sdk", input={"window": window}) as s:
+            s.output = [booking["earliest"], booking["latest"]]
+        graph.invoke({"text": BOOKING_REQUEST}, config={"callbacks": [TrajdebugTracer()]})
+    found = [f for f in lint([framework, mixed.load()]) if f.code == "missing-dependency"]
+    nodes = [f for f in found if f.step_name == "build_window"]
+    assert {f.run_id for f in nodes} == {framework.run_id, mixed.run_id}
+    for f in nodes:
+        assert "deps=" not in f.fix and "s.uses" not in f.fix and "returned object" not in f.fix
+        assert "infers this edge from content" in f.fix and "LangChain tracer" in f.fix
+    [sdk] = [f for f in found if f.step_name == "build_window_sdk"]
+    assert sdk.run_id == mixed.run_id and "deps=[...]" in sdk.fix
+
+
+def test_a_missing_dependency_on_an_imported_span_advises_a_span_link() -> None:
+    """A step imported from OTLP/OpenInference takes no ``deps=`` either: its dependencies are span links."""
+    report = Step("s1", "read_report", "tool", start_ns=1, end_ns=2, input={"q": "2025-Q3"}, output=REPORT)
+    summary = Step("s2", "summarize", "llm", start_ns=3, end_ns=4, input={"prompt": f"Summarize this: {REPORT}"}, output="up")
+    run = Run("r-otlp", "imported", steps=(report, summary), metadata={"source_format": "otlp"})
+    [found] = [f for f in lint([run]) if f.code == "missing-dependency"]
+    assert found.step_name == "summarize" and "deps=" not in found.fix and "span link" in found.fix

@@ -8,7 +8,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``swallowed-exception`` | an exception left a step and nothing recorded its handling: no retry recovered it, no ``fallback()`` ignored it, it did not fail the run |
 | ``broken-chain`` | an error names a cause, a step or a propagation step that is not in the run, or propagates through a step that does not enclose it |
 | ``open-stage`` | a step that never finished in a run that ended; a run that never ended |
-| ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it) |
+| ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it); a step a framework or importer recorded gets that route's advice, not ``deps=`` (`ROUTE_EDGES`) |
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
 | ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`) |
@@ -253,9 +253,12 @@ def _missing_dependencies(
             ids = sorted({d.step_id for d in edges})
             sources = [steps[i] for i in ids if i in steps]
             src = ", ".join(f"{steps[i].name} (#{i[-6:]})" if i in steps else i for i in ids[:3])
+            route = _route(run, s)
+            relays = _relays(run, sources, s) if route is None else []
             fix = "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]"
-            relays = _relays(run, sources, s)
-            if relays:
+            if route is not None:  # a framework's or an importer's step: deps= does not apply to it
+                fix = _route_fix(route)
+            elif relays:
                 # Passing the returned object would not help: a step that returns its own argument
                 # makes nothing new, so identity tracking credits the object to the step that made it.
                 names = ", ".join(sorted({u.name for u in relays}))
@@ -270,6 +273,37 @@ def _missing_dependencies(
                 f"step {s.name} has no recorded dependency, but its input holds output of {src}",
                 fix,
             )
+
+
+ROUTE_EDGES = {
+    "langchain": "the LangChain tracer records piping, tool-call ids, and LangGraph state keys a model, tool or "
+    "retriever call in a node was handed whole, not what plain Python read",
+    "openai-agents": "the Agents SDK's trace records model -> tool -> model by tool call and handoffs",
+    "otlp": "an imported span's dependencies are its span links",
+}
+"""What a recording route other than trajdebug's own SDK records as dependencies (docs/importers.md): a
+``missing-dependency`` on a step it recorded gets this instead of ``deps=[...]``, which such a step (a LangGraph
+node, a function tool, a foreign span) cannot declare."""
+
+
+def _route(run: Run, step: Step) -> str | None:
+    """The route that recorded ``step`` when it is not trajdebug's SDK: a framework (`FRAMEWORK_ROUTES`, told by
+    the step's own attribute, so an SDK step merged into a framework's run, or a framework's step merged into an
+    SDK run, is each told apart) or an imported format (the run's ``source_format``); None for trajdebug's SDK."""
+    for name, attr in FRAMEWORK_ROUTES.items():
+        if attr in step.attributes:
+            return name
+    fmt = run.metadata.get("source_format")
+    return str(fmt) if fmt else None
+
+
+def _route_fix(route: str) -> str:
+    """The advice for a ``missing-dependency`` on a step a framework or an importer recorded (no ``deps=``)."""
+    records = ROUTE_EDGES.get(route, f"the {route} import records only the edges its source states")
+    fix = f"nothing to declare on this route: the analysis infers this edge from content ({records}; docs/importers.md)"
+    if route == "otlp":
+        fix += "; to record it, add a span link from this span to the producing span"
+    return fix
 
 
 def _returns_its_argument(step: Step) -> bool:
