@@ -72,9 +72,10 @@ on 17c962d, the round's final analysis: development suites since).  ``suite_zzf`
 ``suite_zzg`` (written blind and frozen on 2026-12-05 at 13:28 and 13:29 UTC, scored once held out at 21:25 UTC on
 f513b7e, the last round's final analysis: development suites since).  ``suite_zzh`` and
 ``suite_zzi`` (written blind and frozen at 21:52 and 21:55 UTC, scored once held out at 23:04 UTC on 14b340c6, the
-round's final analysis: development suites since).  ``suite_zzj`` and ``suite_zzk`` (written blind and frozen at 21:46
-and 21:48 UTC: the next round's first measure) are held out
-(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+round's final analysis: development suites since).  ``suite_zzj`` and ``suite_zzk`` (written blind and frozen on 2026-12-05 at 21:46
+and 21:48 UTC, scored once held out at 23:49-23:51 UTC on 3627957e, the last round's final analysis: development
+suites since).  No suite is held out now (`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See
+``STATUS``.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzk": "held out (written blind and frozen on 2026-12-05 at 21:48 UTC; not yet scored: the next round's first measure, with suite_zzj)",
-    "suite_zzj": "held out (written blind and frozen on 2026-12-05 at 21:46 UTC; not yet scored: the next round's first measure, with suite_zzk)",
+    "suite_zzk": "development (scored once held out on 2026-12-05 at 23:51 UTC on 3627957e; its misses not yet studied)",
+    "suite_zzj": "development (scored once held out on 2026-12-05 at 23:49 UTC on 3627957e; its misses not yet studied)",
     "suite_zzi": "development (scored once held out on 2026-12-05 at 23:04 UTC on 14b340c6; its misses not yet studied)",
     "suite_zzh": "development (scored once held out on 2026-12-05 at 23:04 UTC on 14b340c6; its misses not yet studied)",
     "suite_zzg": "development (scored once held out on 2026-12-05 at 21:25 UTC on f513b7e; its misses not yet studied)",
