@@ -74,8 +74,8 @@ f513b7e, the last round's final analysis: development suites since).  ``suite_zz
 ``suite_zzi`` (written blind and frozen at 21:52 and 21:55 UTC, scored once held out at 23:04 UTC on 14b340c6, the
 round's final analysis: development suites since).  ``suite_zzj`` and ``suite_zzk`` (written blind and frozen on 2026-12-05 at 21:46
 and 21:48 UTC, scored once held out at 23:49-23:51 UTC on 3627957e, the last round's final analysis: development
-suites since).  ``suite_zzl`` (written blind and frozen on 2026-12-06 at 00:07 UTC: this round's
-end measure) is held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+suites since).  ``suite_zzl`` and ``suite_zzm`` (written blind and frozen on 2026-12-06 at 00:07 and
+00:11 UTC: this round's end measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzl": "held out (written blind and frozen on 2026-12-06 at 00:07 UTC; not yet scored: this round's end measure)",
+    "suite_zzm": "held out (written blind and frozen on 2026-12-06 at 00:11 UTC; not yet scored: this round's end measure, with suite_zzl)",
+    "suite_zzl": "held out (written blind and frozen on 2026-12-06 at 00:07 UTC; not yet scored: this round's end measure, with suite_zzm)",
     "suite_zzk": "development (scored once held out on 2026-12-05 at 23:51 UTC on 3627957e; its misses not yet studied)",
     "suite_zzj": "development (scored once held out on 2026-12-05 at 23:49 UTC on 3627957e; its misses not yet studied)",
     "suite_zzi": "development (scored once held out on 2026-12-05 at 23:04 UTC on 14b340c6; its misses not yet studied)",
