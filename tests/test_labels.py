@@ -426,3 +426,21 @@ def test_the_carried_line_escapes_the_paths_it_names(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["import", str(src), "-o", str(dest)])
     assert out.exit_code == 0, out.output
     assert "carried 1 root-cause label" in out.output and "\x07" not in out.output and "\x1b" not in out.output
+
+
+def test_reading_labels_loads_no_analysis() -> None:
+    """Reading and carrying labels, which `import` and `export` do for every source they copy, loads no
+    module of the analysis (it cost a third of a second per command); evaluating still analyzes."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from trajdebug.labels import carry, labels, sidecar\n"
+        "print(sorted(m for m in sys.modules if m.startswith('trajdebug.analysis')))\n"
+    )
+    src = str(Path(__file__).resolve().parent.parent / "src")  # this checkout's code, not the installed one
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"

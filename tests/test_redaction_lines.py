@@ -15,7 +15,7 @@ from tests.test_redaction import _ESCAPED
 from trajdebug.core.codec import dumps_line, plain_line
 from trajdebug.core.model import REDACTED, Dependency, ErrorEvent, ErrorInfo, Run, Step
 from trajdebug.core.redaction import Redactor, key_words
-from trajdebug.core.redaction._prefilter import _decoded, _decoded_all
+from trajdebug.core.redaction._prefilter import _decoded, _decoded_all, _holding, _swap_all, _swap_escapes
 from trajdebug.core.schema import run_to_lines, run_to_records
 
 
@@ -188,6 +188,91 @@ class TestUncleanTogether:
         assert line is not None
         tokens = line.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02").split(b'"')[1::2]
         assert _decoded_all(tokens) == [_decoded(t) for t in tokens]
+
+
+_RECORDS = st.lists(
+    st.tuples(
+        st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=3), min_size=1, max_size=3),
+        st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=2), min_size=1, max_size=3),
+    ),
+    min_size=1,
+    max_size=6,
+)
+"""A run's records, as `_value`'s keys and texts: escapes, quotes, long strings and secrets anywhere."""
+
+
+def _lines(records: list[tuple[list[list[str]], list[list[str]]]]) -> list[bytes]:
+    lines = [plain_line(_value(["".join(k) for k in keys], ["".join(t) for t in texts])) for keys, texts in records]
+    assert all(line is not None for line in lines)
+    return [line for line in lines if line is not None]
+
+
+def _old_clean_lines(r: Redactor, encoded: list[bytes]) -> list[bool]:
+    """`Redactor.clean_lines` as it was before its escapes were swapped in a stretch and its records searched
+    in the joined text: the whole text swapped when it holds an escaped quote, each record swapped and searched."""
+    joined = b"".join(encoded)
+    swap = b'\\"' in joined
+    text = _swap_all(joined) if swap else joined
+    new = set(text.split(b'"')[1::2])
+    new.difference_update(r._clean_tokens)
+    bad = r._unclean(new, text)
+    if not bad:
+        return [True] * len(encoded)
+    if len(encoded) == 1:
+        return [False]
+    quoted = [b'"' + t + b'"' for t in bad]
+    return [not any(q in e for q in quoted) for e in (map(_swap_all, encoded) if swap else encoded)]
+
+
+class TestCleanLinesSearch:
+    @settings(max_examples=300, deadline=None)
+    @given(_RECORDS)
+    def test_the_swapped_stretch_is_the_whole_text_swapped(
+        self, records: list[tuple[list[list[str]], list[list[str]]]]
+    ) -> None:
+        """Swapping only from a run's first backslash to its last gives the text swapping all of it gives,
+        and the text as it is when it holds no escaped quote."""
+        joined = b"".join(_lines(records))
+        assert _swap_escapes(joined) == (_swap_all(joined) if b'\\"' in joined else joined)
+
+    @settings(max_examples=300, deadline=None)
+    @given(_RECORDS, st.data())
+    def test_a_record_holds_a_string_found_in_the_joined_text_as_searched_alone(
+        self, records: list[tuple[list[list[str]], list[list[str]]]], data: st.DataObject
+    ) -> None:
+        """A quoted string is found in a record by one search of the joined text exactly when searching that
+        record alone finds it: strings of the records, and stretches that run across two records, are
+        counted in the record that holds them whole, never in two."""
+        lines = _lines(records)
+        joined = b"".join(lines)
+        swap = b'\\"' in joined
+        text = _swap_escapes(joined)
+        parts = text.split(b'"')
+        picks = data.draw(st.lists(st.integers(0, len(parts) - 1), min_size=1, max_size=4))
+        quoted = [b'"' + parts[i] + b'"' for i in picks]
+        across = text.rfind(b"\n", 0, len(text) - 1)
+        if across > 0:  # a stretch across the last two records' boundary
+            quoted.append(text[max(across - 3, 0) : across + 4])
+        ends = [len(b"".join(lines[: k + 1])) for k in range(len(lines))]
+        alone = [any(q in e for q in quoted) for e in (map(_swap_all, lines) if swap else lines)]
+        assert _holding(text, ends, quoted) == alone
+
+    @settings(max_examples=300, deadline=None)
+    @given(_RECORDS, st.booleans())
+    def test_records_found_clean_are_those_the_per_record_search_found(
+        self, records: list[tuple[list[list[str]], list[list[str]]]], email: bool
+    ) -> None:
+        """`clean_lines` finds clean the same records as the search it replaced (every record swapped and
+        searched on its own), with e-mail redaction on and off."""
+        lines = _lines(records)
+        pii = ("email",) if email else ()
+        assert Redactor(pii=pii).clean_lines(lines) == _old_clean_lines(Redactor(pii=pii), lines)
+
+    def test_a_string_split_across_two_records_is_in_neither(self) -> None:
+        """A secret's text made of one record's end and the next one's start is found in neither record."""
+        text = b'{"a":"x"}\n{"b":"y"}\n'
+        assert _holding(text, [10, 20], [b'"}\n{"']) == [False, False]
+        assert _holding(text, [10, 20], [b'"y"', b'"a"']) == [True, True]
 
 
 def _run(texts: list[str]) -> Run:

@@ -22,17 +22,21 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajdebug.analysis.features import features
-from trajdebug.analysis.learned import Model, load_model
 from trajdebug.answers import forget_answers
-from trajdebug.api import analyze_source
 from trajdebug.core import redaction
 from trajdebug.core.model import Answer, Run
 from trajdebug.core.schema import redact_record
 from trajdebug.sources.load import SourceError, load_runs, select_run
 
+
+if TYPE_CHECKING:
+    from trajdebug.analysis.learned import Model
+
+# The analysis (`analyze_source`, the learned model) is imported by the functions that analyze, not here:
+# `import` and `export` read the labels sidecar of every source they copy, and loading the analysis for
+# that cost about 0.08 s of CPU per command (0.3 s before its bytecode is cached), some 200 modules.
 
 ALL = 100_000
 """``top`` that keeps every ranked step."""
@@ -274,6 +278,9 @@ class Evaluation:
 
 def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Evaluation:
     """Analyze every labelled run of ``source`` (with ``model``, if any) and place its labelled root."""
+    from trajdebug.analysis.learned import Model, load_model
+    from trajdebug.api import analyze_source
+
     runs = load_runs(source)
     have = {r.run_id for r in runs}
     marked = labels(source)
@@ -295,6 +302,9 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
 
 def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:
     """The labelled runs as training cases: each ranked step's features, 1 for the labelled step."""
+    from trajdebug.analysis.features import features
+    from trajdebug.api import analyze_source
+
     runs = load_runs(source)
     out = []
     for run_id, sid in labels(source).items():
@@ -316,6 +326,7 @@ def fit(source: str | Path, prior: str | Path | Model | None = "default", *, see
     Raises:
         SourceError: no labelled run of the source is ranked.
     """
+    from trajdebug.analysis.learned import load_model
     from trajdebug.training import fit as fit_trees
 
     data = cases(source)

@@ -71,11 +71,12 @@ def normalize_messages(value: Any) -> list[dict[str, Any]] | None:
 
 def normalize_plain_messages(value: Any) -> list[dict[str, Any]] | None:
     """`normalize_messages` of a value that is plain data already (`plain`: decoded JSON), not copied."""
-    if isinstance(value, list) and value and all(isinstance(b, list) for b in value):
+    # The first element decides the common cases (a message: no batch, a message found) without a generator.
+    if isinstance(value, list) and value and isinstance(value[0], list) and all(isinstance(b, list) for b in value):
         value = value[0]  # LangChain batches: one message list per prompt; the first is the call
     if not isinstance(value, list) or not value:
         return None
-    if not any(_is_message(v) for v in value):
+    if not _is_message(value[0]) and not any(_is_message(v) for v in value):
         return None
     out: list[dict[str, Any]] = []
     for v in value:

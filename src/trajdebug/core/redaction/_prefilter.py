@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 
 # The prefilter.  A string is scanned by the rules only when it may hold a match,
 # and that test has to cost next to nothing on the ordinary text an agent records.
@@ -129,6 +131,39 @@ def _swapped(encoded: bytes) -> bytes:
 def _swap_all(encoded: bytes) -> bytes:
     """`_swapped` done whether or not this text holds an escaped quote (to match a text that did)."""
     return encoded.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+
+
+def _holding(text: bytes, ends: list[int], quoted: list[bytes]) -> list[bool]:
+    """For each part of ``text`` (ending at ``ends``, in order), whether one of ``quoted`` is in it (whole
+    within the part): each found by a search of the whole text, not of every part in turn."""
+    held = [False] * len(ends)
+    for q in quoted:
+        i = text.find(q)
+        while i >= 0:
+            k = bisect.bisect_right(ends, i)
+            if i + len(q) <= ends[k]:
+                held[k] = True
+                i = text.find(q, ends[k])  # this part holds one: on to the next part
+            else:  # across two parts: in neither
+                i = text.find(q, i + 1)
+    return held
+
+
+def _swap_escapes(joined: bytes) -> bytes:
+    """`_swap_all` of a text that holds an escaped quote, else the text as it is (`Redactor.clean_lines`).
+
+    Every escape starts with a backslash, and the records of a run hold few (a traceback's, a JSON text
+    kept as a string): only the stretch from the first backslash to the last is searched and swapped, in
+    place of two passes over the whole text stopping at each of its quotes.  The swap of that stretch is
+    the swap of the whole, as no pattern matches outside it."""
+    i = joined.find(b"\\")
+    if i < 0:
+        return joined
+    j = joined.rfind(b"\\") + 2
+    mid = joined[i:j]
+    if b'\\"' not in mid:
+        return joined
+    return joined[:i] + _swap_all(mid) + joined[j:]
 
 
 def _decoded(token: bytes) -> str:

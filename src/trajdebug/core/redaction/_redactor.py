@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -19,8 +20,9 @@ from trajdebug.core.redaction._prefilter import (
     _decoded_all,
     _digit_run,
     _has_13_digits,
+    _holding,
     _lowered,
-    _swap_all,
+    _swap_escapes,
     _words_before_separator,
 )
 from trajdebug.core.redaction._rules import (
@@ -190,13 +192,8 @@ class Redactor:
     def clean_lines(self, encoded: Sequence[bytes]) -> list[bool]:
         """`clean_strings` of each of several encodings (a run's records), their strings split and looked up
         together: one split and one set difference for them all; when some string among them is not clean,
-        each encoding is searched for it."""
-        joined = b"".join(encoded)
-        # Swap every record alike: `_swapped` leaves a text without an escaped quote as it is, so a record
-        # swapped alone could spell a string otherwise than the joined text (``\\`` against ``\x01\x01``)
-        # and a bad string found in the whole would not be found in its own record.
-        swap = b'\\"' in joined
-        text = _swap_all(joined) if swap else joined
+        the joined text is searched for it and each find placed in its encoding (`_holding`)."""
+        text = _swap_escapes(b"".join(encoded))
         strings = text.split(b'"')[1::2]
         if self._clean_tokens.issuperset(strings):
             return [True] * len(encoded)
@@ -208,8 +205,10 @@ class Redactor:
         if len(encoded) == 1:
             return [False]
         # A string stands in its text between quotes; a text holding none of these quoted holds none of them.
+        # Each encoding is searched as it stands in the joined text: a JSON text never ends with a backslash,
+        # so the joined text swapped is the encodings each swapped, end to end.
         quoted = [b'"' + t + b'"' for t in bad]
-        return [not any(q in e for q in quoted) for e in (map(_swap_all, encoded) if swap else encoded)]
+        return [not held for held in _holding(text, list(itertools.accumulate(map(len, encoded))), quoted)]
 
     def _unclean(self, new: set[bytes], text: bytes) -> set[bytes]:
         """Which of these strings of ``text`` (as split by `clean_lines`) are not clean: as a value, or (long
@@ -233,11 +232,12 @@ class Redactor:
         tokens = list(new)
         strings = _decoded_all(tokens)
         keys = self._key_suspects(strings)
-        may_hold, text_clean = self.may_hold, self._text_clean
+        may_hold, held_clean = self.may_hold, self._held_clean
         for t, s in zip(tokens, strings):
-            # `_text_clean` inline up to its prefilter: most new strings (ids, plain words) stop there.
+            # `_text_clean` inline: its prefilter here (most new strings, ids and plain words, stop there), the
+            # rest once past it (`_held_clean`), not the prefilter run twice.
             if ((keys is None or s in keys) and self.secret_key(s)) or (
-                len(s) >= 6 and may_hold(s) and not text_clean(s)
+                len(s) >= 6 and may_hold(s) and not held_clean(s)
             ):
                 bad.add(t)
         new.difference_update(bad)
@@ -328,6 +328,10 @@ class Redactor:
         """Whether `text` leaves ``s`` as it is (exact; memoized past the prefilter)."""
         if len(s) < 6 or not self.may_hold(s):
             return True
+        return self._held_clean(s)
+
+    def _held_clean(self, s: str) -> bool:
+        """`_text_clean` of a string the prefilter (`may_hold`) did not clear."""
         hit = self._clean_texts.get(s)
         if hit is None:
             hit = not self._value_rules_hit(s) or self._unchanged(s)
