@@ -142,8 +142,10 @@ def _ask_run(
     search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions, once=True)
     console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
     given, stopped, sid = 0, False, None
-    # Questions are numbered across sessions: a resumed session goes on from the answers stored before.
-    before = sum(a.by == "person" for a in run.answers)
+    # Questions are numbered across sessions: a resumed session goes on from the answers stored before (the
+    # answers one question gave a group of like steps share their time: one question).
+    before = len({a.at_ns for a in run.answers if a.by == "person"})
+    shown = 0  # questions about a group answered "not all": numbered, nothing stored
     try:
         while (sid := search.next_question()) is not None:
             if same is not None and same(search.graph.steps[sid], run) is True:
@@ -152,7 +154,20 @@ def _ask_run(
                     log = AnswerLog(source, run.run_id, known=[run.run_id])
                 search.answer(log.save(search.stamp(Answer(sid, True, same.by, time.time_ns()))))
                 continue
-            q = question_for(run, sid, before + given + 1)
+            group = _group(search, sid, run, same)
+            if len(group) > 1:
+                said_all = _group_answer(run, group, before + given + shown + 1, console, read_key)
+                if said_all == "quit":
+                    stopped = True
+                    break
+                if said_all == "yes":
+                    if log is None:
+                        log = AnswerLog(source, run.run_id, known=[run.run_id])
+                    search.answer_group(_all_right(search, log, run, group))
+                    given += 1
+                    continue
+                shown += 1  # "not all": the step is asked on its own next, and its answer ends the group's turn
+            q = question_for(run, sid, before + given + shown + 1)
             said = _one_answer(q, console, read_key)
             if isinstance(said, str):
                 stopped = True
@@ -167,16 +182,83 @@ def _ask_run(
         stopped = True
     guided = search.result()
     if stopped:
-        tally = f"{given} answer(s) given now, {before + given} stored in all" if before else f"{given} answer(s) given and stored"
+        tally = f"{given} answer(s) given now, {before + given} in all" if before else f"{given} answer(s) given and stored"
         console.print(f"\nstopped: {tally}; ask again to resume", markup=False, highlight=False)
         if sid is not None and not guided.certain and guided.root not in (None, sid):
-            why = _LIKELIEST if search.chosen_by == "likeliest" else _ORDER.get(strategy, _ORDER["prior"])
-            console.print(_not_the_likeliest(run, sid, before + given + 1, why), markup=False, highlight=False)
+            why = _why_asked(search, strategy)
+            console.print(_not_the_likeliest(run, sid, before + given + shown + 1, why), markup=False, highlight=False)
     console.print()
     render_guided(guided, run, console)
     if guided.clashing:
         console.print(_take_back(source, run, guided), markup=False, highlight=False)
     return Asked(run.run_id, guided, given, stopped)
+
+
+GROUP_PROMPT = (
+    "Are all these outputs right, what the run needed there?  [y] yes, all  [n] not all, or not sure (ask them "
+    "one by one)  [q] quit"
+)
+"""The keys of a question about a group of like steps (`GuidedSearch.group`)."""
+_GROUP_SHOWN = 160
+"""Characters of each input and output shown in a group's question (one line each)."""
+
+
+def _group(search: GuidedSearch, sid: str, run: Run, same: ReferenceOracle | None) -> list[str]:
+    """The like steps to ask about with ``sid`` at once (`GuidedSearch.group`), none the passing run of the
+    same input answers.  A group whose question was answered "not all" is not stored as such: the step asked
+    on its own next holds the person's answer, and no group is offered for a name that holds one."""
+    group = search.group(sid)
+    if same is not None:
+        group = [g for g in group if g == sid or same(search.graph.steps[g], run) is not True]
+    return group
+
+
+def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, read_key: Callable[[], str]) -> str:
+    """Show one question about a group of like steps, each step's input and output on a line; ``"yes"`` when a
+    person answers that every output is right, ``"no"`` (ask them one by one) or ``"quit"``."""
+    steps = run.step_map()
+    first = steps[group[0]]
+    at = {s.step_id: k for k, s in enumerate(run.steps, 1)}
+    console.print()
+    # The first step's kind, name and short id lead, as in a question about one step (a script reading
+    # "question N: KIND NAME #ID" reads this one too).
+    console.print(f"question {number}: {one_line(first.kind)} {one_line(first.name)} #{short(group[0])} and {len(group) - 1} "
+                  f"more {one_line(first.name)} step(s), asked at once", markup=False, highlight=False, style="bold")
+    for sid in group:
+        s = steps[sid]
+        console.print(f"  #{short(sid)} (step {at[sid]} of {len(run.steps)})", markup=False, highlight=False)
+        console.print(f"    input  {_one(s.input)}", markup=False, highlight=False)
+        console.print(f"    output {_one(s.output)}", markup=False, highlight=False)
+    console.print(GROUP_PROMPT, markup=False, highlight=False, style="bold")
+    while True:
+        key = read_key().lower()
+        if key in ("y", "q"):
+            return "yes" if key == "y" else "quit"
+        if key in ("n", "o", "i", "?"):
+            return "no"  # any answer but "all right" leaves each step to be asked on its own
+        if key not in ("\r", "\n", "", " "):
+            console.print(f"{key!r} is no answer here: press y, n or q", markup=False, highlight=False, style="dim")
+
+
+def _one(value: Any) -> str:
+    """A value on one line, cut to `_GROUP_SHOWN` characters."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = one_line(text)
+    return text if len(text) <= _GROUP_SHOWN else text[: _GROUP_SHOWN - 1] + "…"
+
+
+def _all_right(search: GuidedSearch, log: AnswerLog, run: Run, group: Sequence[str]) -> list[Answer]:
+    """The group's "all right" as one stored answer per step, by the person, at one time (one question), each
+    saying it was given for the group: a resumed search reads them back as any answer."""
+    now = time.time_ns()
+    name = run.step_map()[group[0]].name
+    why = f"answered at once for {len(group)} {name} steps: all right"
+    return [log.save(search.stamp(Answer(sid, True, "person", now, why))) for sid in group]
 
 
 def _by_person(a: Answer) -> bool:
@@ -197,7 +279,19 @@ _ORDER = {
     "top-down": "the top-down order asks the inputs of the deepest wrong step first",
     "linear": "the linear order asks backward from the failure",
 }
+_AUDIT = (
+    "it tests the proof: no recorded input ties the root below to the steps before it, so one of them may have "
+    "handed it a wrong value the recording missed"
+)
 _LIKELIEST = "the likeliest step holds most of the candidates' probability, so the search proves or refutes it by its inputs"
+
+
+def _why_asked(search: GuidedSearch, strategy: str) -> str:
+    """Why the question left open was asked (`_not_the_likeliest`): an audit of the proof, the likeliest step, or
+    the strategy's order."""
+    if (search.asked_as() or "").startswith("audit:"):
+        return _AUDIT
+    return _LIKELIEST if search.chosen_by == "likeliest" else _ORDER.get(strategy, _ORDER["prior"])
 
 
 def _not_the_likeliest(run: Run, sid: str, number: int, why: str) -> str:

@@ -16,7 +16,10 @@ the steps of the failure's backward slice in the dependency graph
 The candidates are the steps every wrong-marked step reaches backward without
 crossing a correct-marked one: the intersection of those reaches (one root
 explains every wrong output; see *noise* below).  The root is *certain* when
-the candidates are one wrong-marked step: its inputs are all proven correct.
+the candidates are one wrong-marked step: its inputs are all proven correct,
+by answers, never by their absence (`GuidedSearch._backed`: no audit or recheck
+of the proof left to ask; a step with no recorded input proven by a person's
+"its own fault", the audit's answers, or nothing earlier that could have fed it).
 
 Question order (Silva, *A survey on algorithmic debugging strategies*, 2011):
 ``prior`` is divide and query weighted by probability mass, as Hat-Delta
@@ -86,6 +89,8 @@ _LEAD = 0.5
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
 _DOUBTS = 3
+_GROUP = 10
+"""Like steps asked about at once at most (`GuidedSearch.group`): a person reads every output of the group."""
 """Answers re-asked at most, with ``recheck``, when a conflict stands after both its sides were re-asked."""
 
 
@@ -213,11 +218,20 @@ class GuidedSearch(GuidedState):
         """
         if len(self.audited) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
             return None  # a person vouched for every input the step was given, recorded or not
-        # Its ancestors were tied to it by the recording (a correct input cleared
-        # them already); only the steps no recorded path joins to it are in doubt.
+        pool = self._audit_pool(focus)
+        if not pool:
+            return None
+        pick = max(pool, key=lambda i: (self.mass[i], i))
+        self._marks = (pick, focus)
+        return self.ids[pick]
+
+    def _audit_pool(self, focus: int) -> list[int]:
+        """The steps an audit of ``focus`` may ask: earlier leaves no recorded path joins to it, not answered.
+        Its ancestors were tied to it by the recording (a correct input cleared them already); only the steps
+        no recorded path joins to it are in doubt."""
         reach = self._ancestors(focus)
         start = self.graph.steps[self.ids[focus]].start_ns
-        pool = [
+        return [
             i
             for i in range(focus)
             if not reach >> i & 1
@@ -225,11 +239,6 @@ class GuidedSearch(GuidedState):
             and self.graph.steps[self.ids[i]].start_ns <= start
             and self.auditable(i)
         ]
-        if not pool:
-            return None
-        pick = max(pool, key=lambda i: (self.mass[i], i))
-        self._marks = (pick, focus)
-        return self.ids[pick]
 
     def weak(self, i: int) -> bool:
         """True when no input of step ``i`` was traced or declared (only inferred, or none recorded)."""
@@ -293,6 +302,57 @@ class GuidedSearch(GuidedState):
             return None
         return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
 
+    # -- questions about a group of like steps -------------------------------------
+
+    def group(self, sid: str) -> list[str]:
+        """The like steps to ask about with ``sid`` at once ("are all their outputs right?"), ``sid`` first; just
+        ``[sid]`` when the group is not expected to cost fewer questions than its steps asked one by one.
+
+        Like steps: the open candidates of ``sid``'s name and kind (seven calls of one lookup tool).  One
+        answer "all right" clears them all; anything else leaves each to be asked on its own.  The greedy
+        score of single questions (`_choose`) never picks a group: a wrong answer about a group keeps the
+        union of its reaches.  But like steps that are each asked in turn cost a question apiece, so the group
+        is asked when it is expected to cost fewer questions (group testing, Dorfman, *Ann. Math. Statist.*
+        14, 1943: 1 + n·P(not all right) < n, P from the prior mass of the members' reaches).  Only
+        for a plain question of the ``prior`` strategy (an audit or a recheck asks about one step)."""
+        i = self.index.get(sid)
+        if i is None or self.strategy != "prior" or sid != self._pending or self._marks is not None:
+            return [sid]
+        cand, _, _, conflict = self._compute()
+        if conflict is not None or not cand >> i & 1:
+            return [sid]
+        me = self.graph.steps[sid]
+        alike = [j for j in range(len(self.ids)) if j != i and self._like(j, me.name, me.kind)]
+        # Asked once per name: after "not all", the step asked on its own holds a person's answer, and a resumed
+        # search (which keeps no group's answer) then asks no group of that name again.
+        if any(a.by.split(":", 1)[0] == "person" for j in (i, *alike) for a in self.votes.get(j, ())):
+            return [sid]
+        like = [j for j in self._open(cand) if j in set(alike) and j not in self.votes]
+        if not like:
+            return [sid]
+        members = [i, *sorted(like, key=lambda j: (-self.mass[j], j))[: _GROUP - 1]]
+        reach, total = self._reaches(), self._mass(cand) or 1.0
+        union = 0
+        for j in members:
+            union |= reach[j] & cand
+        # Dorfman's rule: n like steps cost n questions one by one; asked as a group, one, and n more when the
+        # answer is "not all right", which it is with the mass of the members' reaches (one root).
+        q = min(1.0, self._mass(union) / total)
+        if 1 + len(members) * q >= len(members):
+            return [sid]
+        return [self.ids[j] for j in members]
+
+    def _like(self, j: int, name: str, kind: str) -> bool:
+        step = self.graph.steps[self.ids[j]]
+        return step.name == name and step.kind == kind
+
+    def answer_group(self, answers: Sequence[Answer]) -> None:
+        """Record the answers a person gave to one question about a group of like steps (`group`): each step's
+        answer is recorded (and stored by the caller) as its own, and the group counts as one question."""
+        for a in answers:
+            self.answer(a)
+        self.asked -= max(0, len(answers) - 1)
+
     # -- the result ------------------------------------------------------------
 
     def done(self) -> bool:
@@ -317,7 +377,7 @@ class GuidedSearch(GuidedState):
                           clashing=self._clashing(conflict, wrong))
         ties = self.ties()
         # A tie no question may settle (``once``) proves nothing: one of its answers may be the wrong one.
-        certain = cand == 1 << focus and self.verdicts.proven(focus) and not ties
+        certain = cand == 1 << focus and self.verdicts.proven(focus) and not ties and self._backed(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
         # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
@@ -334,6 +394,39 @@ class GuidedSearch(GuidedState):
             (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
             tuple(self.ids[i] for i in ties),
         )
+
+    def _backed(self, focus: int) -> bool:
+        """True when answers, not the lack of them, prove the step ``focus`` (wrong, every recorded input right).
+
+        A proof still to be tested is none yet: while a recheck or an audit of it is left to ask (the person
+        stopped, ``max_questions`` ran out), a root is the likeliest, never certain.  And "every input it
+        consumed is correct" says nothing of a step with no recorded or inferred input (a tool handed a list
+        built from state the recorder never saw): it is proven by a person's answer that it was wrong for what
+        it was given (they judged its inputs, recorded or not), by the audit's answers (`_audit`: the
+        likeliest earlier steps that may have fed it, asked and standing correct; a wrong one would have
+        become its input), or when no earlier step could have fed it.  Before this, a failing step with no
+        recorded producer was certain with no answer at all: its audit was still to ask."""
+        if self._proof_pending(focus):
+            return False
+        if self.parents[focus] or self.verdicts.by_person(focus) or focus in self.audited.values():
+            return True
+        if self._audit_pool(focus):
+            return False
+        # With no audit the steps outside the slice are no nodes; any leaf that ran before it may have fed it.
+        start = self.graph.steps[self.ids[focus]].start_ns
+        return not any(
+            sid not in self.index and sid not in self._containers and s.start_ns <= start
+            for sid, s in self.graph.steps.items()
+        )
+
+    def _proof_pending(self, focus: int) -> bool:
+        """True when the search would still ask a question to test the proof of ``focus`` (a recheck, an
+        audit); the pending question's marks are kept as they were (`result` asks nothing)."""
+        marks = self._marks
+        try:
+            return (self._recheck_proof(focus) or self._audit(focus)) is not None
+        finally:
+            self._marks = marks
 
     def _clashing(self, pair: tuple[int, int], wrong: dict[int, int]) -> tuple[str, ...]:
         """The steps whose answers make a conflict, each that holds an answer (the failure is wrong without one):

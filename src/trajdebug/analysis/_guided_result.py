@@ -231,11 +231,24 @@ def ranker_order(analysis: Analysis) -> Localization:
 
 
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
-    """The failing step the search starts from: the top candidate's failure, else the first failure found."""
+    """The failing step the search starts from: the top candidate's failure, else the first failure found.
+
+    Only a step that failed (a detector found it failing, it ended in an error, or it encloses a failing
+    step: a failure propagates out): the search takes its start as wrong without asking anyone.  A candidate
+    no edge joins to a failure has a path of itself alone (a step ranked on a deviation from passing runs
+    of other inputs); taking that end as the failure called a correct step wrong on nobody's word, and, with
+    no recorded input to clear, certain with no question asked."""
     loc = ranker_order(analysis)
+    failed = {f.step_id for f in (*loc.failures, *analysis.failures)}
+    for sid in list(failed):
+        up = graph.parent(sid) if sid in graph else None
+        while up is not None and up not in failed:
+            failed.add(up)
+            up = graph.parent(up)
     for c in loc.candidates:
-        if c.run_id is None and c.path and c.path[-1] in graph:
-            return c.path[-1]
+        end = c.path[-1] if c.run_id is None and c.path else None
+        if end is not None and end in graph and (end in failed or graph.steps[end].status == "error"):
+            return end
     for f in (*loc.failures, *analysis.failures):
         if f.step_id in graph:
             return f.step_id

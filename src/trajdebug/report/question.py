@@ -296,7 +296,14 @@ def proving(guided: Guided, run: Run) -> list[Answer]:
     root = steps.get(guided.root)
     inputs = {d.step_id for d in root.deps} if root is not None else set()
     inputs.update(guided.misled)
-    return [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs]
+    # The audit's answers too: with no recorded input, the earlier steps it asked are what the proof rests on.
+    audited = set(guided.audited)
+    said = [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs or a.step_id in audited]
+    # An input nobody was asked about stands correct on another answer (a relay answered correct, an
+    # erroneous answer about the root): listed with that answer's answerer and why, never as nobody's word.
+    asked = {a.step_id for a in said}
+    implied = [a for a in guided.implied if a.step_id in inputs and a.step_id not in asked] if guided.certain else []
+    return said + implied
 
 
 def render_guided(guided: Guided, run: Run, console: Any) -> None:
@@ -327,6 +334,10 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     own = [a for a in guided.questions if a.step_id == guided.root and a.correct is False]
     if guided.certain and own and own[-1].admissible:
         head.append("  (certain: answered wrong for the inputs it was given, and those were right)")
+    elif guided.certain and guided.root == guided.failure:
+        # Its output is wrong because the run failed there (a detector's finding, no one's answer); its
+        # inputs are right on the answers listed below.
+        head.append("  (certain: the run failed at this step, and every input it consumed was answered correct)")
     elif guided.certain:
         head.append("  (certain: its output is wrong and every input it consumed is correct)")
     elif kids := guided.misled:
@@ -344,7 +355,8 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
         title = "the answers that prove it:" if guided.certain else "the answers so far about it and its inputs:"
         console.print(Text(f"  {title}", style="cyan"))
         for a in proof:
-            console.print(Text(f"    {answer_word(a):<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
+            why = f" ({visible(a.reason)})" if a.reason and a.reason.startswith("implied") else ""
+            console.print(Text(f"    {answer_word(a):<10} {label(a.step_id)}  by {visible(a.by)}{why}"), overflow="fold")
     if guided.path:
         console.print(Text("  path to the failure: " + " → ".join(label(s) for s in guided.path)), overflow="fold")
     if not guided.certain and len(guided.candidates) > 1:

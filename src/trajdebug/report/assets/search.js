@@ -261,7 +261,20 @@ function guidedEngine(A) {
   // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on a person's
   // erroneous answer, which vouched for every input the step was given, recorded or not.
   function audit(focus) {
-    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.byPerson(focus)) return null;
+    if (auditedFor.size >= (A.audit || 0)) return null;
+    const pick = auditPick(focus);
+    if (pick !== null) auditedFor.set(pick, focus);
+    return pick === null ? null : A.ids[pick];
+  }
+  // The step an audit of `focus` would ask, asking nothing (the budget counts the audits answered, as
+  // GuidedSearch.audited does): result() reads it to tell a proof still to be tested.
+  function auditPick(focus) {
+    const done = [...auditedFor.keys()].filter((k) => answered[k]).length;
+    if (done >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.byPerson(focus)) return null;
+    return auditPool(focus);
+  }
+  // GuidedSearch._audit_pool: the likeliest earlier leaf no recorded path joins to `focus`, not answered.
+  function auditPool(focus) {
     const anc = new Set([focus]);
     const todo = [focus];
     while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
@@ -270,9 +283,15 @@ function guidedEngine(A) {
       if (anc.has(i) || answered[i] || !A.auditable[i] || A.start[i] > A.start[focus]) continue;
       if (pick === null || A.prior[i] > A.prior[pick] || (A.prior[i] === A.prior[pick] && i > pick)) pick = i;
     }
-    if (pick === null) return null;
-    auditedFor.set(pick, focus);
-    return A.ids[pick];
+    return pick;
+  }
+  // GuidedSearch._backed: answers, not the lack of them, prove the root: no audit of it is left to ask, and a
+  // step with no recorded input stands erroneous on a person's word, was audited, or nothing earlier fed it.
+  function backed(focus) {
+    if (auditPick(focus) !== null) return false;
+    if (parents[focus].length || V.byPerson(focus)) return true;
+    if ([...auditedFor].some(([k, f]) => f === focus && answered[k])) return true;
+    return auditPool(focus) === null;
   }
   // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
   // (itself, then its open inputs, the likeliest wrong first).
@@ -332,7 +351,7 @@ function guidedEngine(A) {
       return { root: null, certain: false, conflict: sides, path: [], candidates: [], implied };
     }
     const members = bitsOf(cand);
-    const certain = members.length === 1 && members[0] === focus && V.proven(focus);
+    const certain = members.length === 1 && members[0] === focus && V.proven(focus) && backed(focus);
     const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
