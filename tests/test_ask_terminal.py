@@ -890,3 +890,60 @@ def test_a_label_the_answers_no_longer_prove_is_withdrawn_and_a_new_proof_replac
     assert prove(src, run.run_id, bug) == "labelled" and prove(src, run.run_id, bug) is None
     lines = [json.loads(x) for x in sidecar(src).read_text().splitlines()]
     assert [x["step_id"] for x in lines if x["by"] == "answers"] == [bug] and labels(src) == {run.run_id: bug}
+
+
+# -- since fix49a: a "don't know" proves nothing; a group's "not all" is stored; the tally counts each answer --------
+
+
+def test_audits_answered_dont_know_leave_the_root_unproven_unlabelled_and_say_what_would_prove_it(tmp_path: Path) -> None:
+    """HIGH 1 (rev49a): "don't know" to every question (the failing booking's audit) proves no root: no label is
+    written, and the end says why it is not proven and how to answer again."""
+    from trajdebug.labels import labels
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    out = _ask_cli(src, "?\n" * 30)
+    assert "root: book_viewing" in out and "not proven by the" in out and "certain:" not in out
+    flat = " ".join(out.split())
+    assert "not proven: no input of it was recorded" in flat and 'proven by "correct" about one of those' in flat
+    assert "to answer again: `trajdebug answers forget" in flat
+    assert "labelled run" not in out and labels(src) == {}
+
+
+def test_a_root_with_no_recorded_input_proven_by_its_audit_says_so(tmp_path: Path) -> None:
+    """LOW 4 (rev49a): the booking, with no recorded input, proven by its audit's answers (correct), says that no
+    input of it was recorded and the earlier steps that may have fed it were answered correct, never that every
+    input it consumed was; the audited steps are listed as its audit."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    flat = " ".join(_ask_cli(src, "y\n" * 10).split())
+    assert "root: book_viewing" in flat and "every input it consumed" not in flat
+    assert "certain: the run failed at this step, and no input of it was recorded" in flat
+    assert flat.count("(an earlier step that may have fed it unrecorded: its audit)") == 2
+
+
+def test_a_resumed_session_after_a_groups_not_all_asks_and_numbers_as_the_live_one(tmp_path: Path) -> None:
+    """LOW 3 (rev49a): the group of seven lookups answered "not all", then quitting at its first lookup asked on
+    its own: the resumed session asks that lookup on its own, with the same number, not the group again."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    live = _ask_cli(src, "n\ny\nn\nq\n")
+    assert re.search(r"question 3: tool get_details #\w+ and 6 more", live)
+    single = re.search(r"question 4: tool get_details #\w+  \(step", live)
+    assert single is not None
+    resumed = _ask_cli(src, "q\n")
+    asked = re.findall(r"^question \d+: .*$", resumed, re.M)
+    assert asked and asked[0].startswith(single.group(0)) and "asked at once" not in resumed
+
+
+def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named_whole(tmp_path: Path) -> None:
+    """LOW 5 (rev49a): after the group's "all right" the tally counts its seven stored answers (in one question);
+    quitting at a group's question, the line on why it is not about the likeliest root names the whole group."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    flat = " ".join(_ask_cli(src, "i\n?\ny\nq\n").split())
+    assert "stopped: 9 answer(s) given and stored in 3 question(s)" in flat
+    other = tmp_path / "other.jsonl"
+    _record_flats(other)
+    flat = " ".join(_ask_cli(other, "n\ny\nq\n").split())
+    assert re.search(r"question 3 \(get_details #\w+ and 6 more get_details step\(s\), asked at once\) is not about", flat)

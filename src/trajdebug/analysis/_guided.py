@@ -77,7 +77,7 @@ from trajdebug.analysis._guided_result import (
 )
 from trajdebug.analysis._guided_state import STRATEGIES, GuidedState
 from trajdebug.analysis._oracles import Caller, ask
-from trajdebug.core.model import Answer
+from trajdebug.core.model import ASKED_GROUP, Answer
 
 
 if TYPE_CHECKING:
@@ -89,9 +89,9 @@ _LEAD = 0.5
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
 _DOUBTS = 3
+"""Answers re-asked at most, with ``recheck``, when a conflict stands after both its sides were re-asked."""
 _GROUP = 10
 """Like steps asked about at once at most (`GuidedSearch.group`): a person reads every output of the group."""
-"""Answers re-asked at most, with ``recheck``, when a conflict stands after both its sides were re-asked."""
 
 
 class GuidedSearch(GuidedState):
@@ -215,8 +215,12 @@ class GuidedSearch(GuidedState):
         stands as it is (on the fault-injection suite, auditing every proof
         doubled the median questions, 2 to 4, to find 2 roots more in 99; on
         suite F, half the runs come from frameworks whose inputs are inferred).
+        The budget is per proof: a wrong answer moves the proof to the step it
+        found, which has earlier steps of its own the recording may not have
+        tied to it (a budget for the whole search, spent on the first proof,
+        left the second unprovable with nothing left to ask).
         """
-        if len(self.audited) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
+        if len(self._audits(focus)) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
             return None  # a person vouched for every input the step was given, recorded or not
         pool = self._audit_pool(focus)
         if not pool:
@@ -225,19 +229,24 @@ class GuidedSearch(GuidedState):
         self._marks = (pick, focus)
         return self.ids[pick]
 
+    def _audits(self, focus: int) -> list[int]:
+        """The steps answered in an audit of the proof of ``focus`` (`audited`), in the order asked."""
+        return [k for k, f in self.audited.items() if f == focus]
+
     def _audit_pool(self, focus: int) -> list[int]:
-        """The steps an audit of ``focus`` may ask: earlier leaves no recorded path joins to it, not answered.
-        Its ancestors were tied to it by the recording (a correct input cleared them already); only the steps
-        no recorded path joins to it are in doubt."""
+        """The steps an audit of ``focus`` may ask: the earlier leaves that may have fed it (`_feeders`), not answered."""
+        return [i for i in self._feeders(focus) if i not in self.votes]
+
+    def _feeders(self, focus: int) -> list[int]:
+        """The earlier leaves no recorded path joins to ``focus``: they may have fed it unrecorded.  Its ancestors
+        were tied to it by the recording (a correct input cleared them already); only the steps no recorded path
+        joins to it are in doubt."""
         reach = self._ancestors(focus)
         start = self.graph.steps[self.ids[focus]].start_ns
         return [
             i
             for i in range(focus)
-            if not reach >> i & 1
-            and i not in self.votes
-            and self.graph.steps[self.ids[i]].start_ns <= start
-            and self.auditable(i)
+            if not reach >> i & 1 and self.graph.steps[self.ids[i]].start_ns <= start and self.auditable(i)
         ]
 
     def weak(self, i: int) -> bool:
@@ -322,9 +331,11 @@ class GuidedSearch(GuidedState):
         if conflict is not None or not cand >> i & 1:
             return [sid]
         me = self.graph.steps[sid]
+        if me.name in self.grouped:
+            return [sid]  # asked once per name: its "not all" was stored (`not_all`), and read back by a resumed search
         alike = [j for j in range(len(self.ids)) if j != i and self._like(j, me.name, me.kind)]
-        # Asked once per name: after "not all", the step asked on its own holds a person's answer, and a resumed
-        # search (which keeps no group's answer) then asks no group of that name again.
+        # And none once a like step holds a person's answer (one asked on its own after "not all" before that
+        # answer was stored as a record, or by another session).
         if any(a.by.split(":", 1)[0] == "person" for j in (i, *alike) for a in self.votes.get(j, ())):
             return [sid]
         like = [j for j in self._open(cand) if j in set(alike) and j not in self.votes]
@@ -353,6 +364,18 @@ class GuidedSearch(GuidedState):
             self.answer(a)
         self.asked -= max(0, len(answers) - 1)
 
+    def not_all(self, group: Sequence[str], at_ns: int, by: str = "person") -> Answer:
+        """Record that a group (`group`, its first step the one asked) was answered "not all right, or not
+        sure": one question, which judges no step; its first step is asked on its own next, and no group of
+        its name is offered again.  Returns the record to store (`trajdebug.core.model.ASKED_GROUP`): a search
+        resumed over it asks what this one asks next, and numbers the questions alike."""
+        sid = group[0]
+        name = self.graph.steps[sid].name
+        why = f"asked at once with {len(group) - 1} more {name} step(s): not all right, or not sure"
+        a = Answer(sid, None, by, at_ns, why, asked=ASKED_GROUP)
+        self.answer(a)
+        return a
+
     # -- the result ------------------------------------------------------------
 
     def done(self) -> bool:
@@ -377,7 +400,10 @@ class GuidedSearch(GuidedState):
                           clashing=self._clashing(conflict, wrong))
         ties = self.ties()
         # A tie no question may settle (``once``) proves nothing: one of its answers may be the wrong one.
-        certain = cand == 1 << focus and self.verdicts.proven(focus) and not ties and self._backed(focus)
+        alone = cand == 1 << focus and self.verdicts.proven(focus) and not ties
+        certain = alone and self._backed(focus)
+        # Unproven with nothing left to ask (no recorded input, no audit answered right): said, with what would prove it.
+        unproven = alone and not certain and not self._proof_pending(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
         # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
@@ -393,6 +419,7 @@ class GuidedSearch(GuidedState):
             tuple(names.items()), tuple(self.ids[i] for i in self.audited),
             (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
             tuple(self.ids[i] for i in ties),
+            tuple(self.ids[k] for k in self._audits(focus) if self.verdict(k) is None) if unproven else None,
         )
 
     def _backed(self, focus: int) -> bool:
@@ -408,9 +435,14 @@ class GuidedSearch(GuidedState):
         recorded producer was certain with no answer at all: its audit was still to ask."""
         if self._proof_pending(focus):
             return False
-        if self.parents[focus] or self.verdicts.by_person(focus) or focus in self.audited.values():
+        if self.parents[focus] or self.verdicts.by_person(focus):
             return True
-        if self._audit_pool(focus):
+        # An audit answered "don't know" (or taken back) cleared nothing: only one standing correct is an answer.
+        if any(self.verdict(k) is True for k in self._audits(focus)):
+            return True
+        # Nothing earlier fed it only when every earlier leaf stands correct: one never asked, or answered don't
+        # know or wrong, may have.
+        if any(self.verdict(i) is not True for i in self._feeders(focus)):
             return False
         # With no audit the steps outside the slice are no nodes; any leaf that ran before it may have fed it.
         start = self.graph.steps[self.ids[focus]].start_ns

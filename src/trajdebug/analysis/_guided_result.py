@@ -87,6 +87,12 @@ class Guided:
     that holds an answer, when the other is the failure); where no step is asked twice (``once``), a step
     whose equally trusted answerers disagree (a tie).  One of those answers is wrong: taking it back
     (`trajdebug answers forget`) lets the search go on."""
+    unproven: tuple[str, ...] | None = None
+    """Not None when the root is the one candidate left, standing wrong (answered so, or the failure), and
+    nothing is left to ask, yet the answers do not prove it: it has no recorded input, and no earlier step
+    that may have fed it unrecorded was answered right in its audit (`GuidedSearch._backed`).  Then the steps
+    its audit asked that were answered don't know (one taken back and answered right would prove it, as
+    would a person's "its own fault" about the root itself)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -116,6 +122,7 @@ class Guided:
             "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
             **({"misled": list(self.misled)} if self.misled else {}),
             **({"clashing": list(self.clashing)} if self.clashing else {}),
+            **({"unproven": list(self.unproven)} if self.unproven is not None else {}),
         }
 
 
