@@ -1083,3 +1083,22 @@ def test_the_page_asks_what_python_asks_on_random_runs_with_loops_of_parents(pag
             assert python[: len(got["asked"])] == got["asked"] and got["root"] is None, seed
             continue
         assert (got["asked"], got["root"], got["certain"]) == (python, expected.root, expected.certain), seed
+
+
+def test_the_page_proves_a_root_with_no_recorded_input_only_by_an_audit_answered_correct_per_proof(page: Any) -> None:
+    """rev49a HIGH 1 and MEDIUM 2: a failing booking with no recorded input after three lookups.  Its audit answered
+    "don't know" proves nothing in the page, as in Python (a "don't know" clears no step that may have fed it);
+    with one audit question a proof, the lookup it finds wrong is audited in turn and proven by a correct answer."""
+    from trajdebug.core.model import Step
+
+    steps = [Step(s, "lookup", "tool", output={"id": s}, start_ns=2 * k, end_ns=2 * k + 1) for k, s in enumerate("acb")]
+    steps.append(Step("z", "book", "tool", output=None, start_ns=99, end_ns=100, status="error"))
+    analysis = _failed(steps, "z")
+    unsure = [["b", None, None], ["c", None, None]]
+    python = _named_states(analysis, unsure)
+    assert python == _page_states(page, analysis, unsure)
+    assert [(s["root"], s["certain"], s["next"]) for s in python] == [("z", False, "c"), ("z", False, None)]
+    found = [["b", False, None], ["c", True, None]]
+    python = _named_states(analysis, found, audit=1)
+    assert python == _page_states(page, analysis, found, audit=1)
+    assert [(s["root"], s["certain"], s["next"]) for s in python] == [("b", False, "c"), ("b", True, None)]

@@ -735,3 +735,215 @@ def test_an_automatic_oracles_dont_know_leaves_the_question_to_the_person(tmp_pa
     asked, guided, _ = _session(path, truth, oracle=knows_nothing)
     assert asked and guided.certain and load_runs(path)[0].step(guided.root).name == "convert_line"
     assert {a.by for a in load_runs(path)[0].answers} == {"person"}
+
+
+# -- since ask49: no certainty nobody gave, labels that follow the answers, like steps asked at once ----------------
+
+
+PICKED: list[str] = []
+
+
+def _record_flats(path: Path, budget: str = "1.250", *, bug: bool = True, fail: bool = True) -> None:
+    """A flat finder shaped like a new user's LangGraph agent (nu22 a3): a model reads the budget, a plain step
+    normalizes it (``float("1.250")`` is 1.25, not 1250, with ``bug``), seven lookups fetch listings, a filter
+    keeps those under the budget, and the booking tool, handed a list built anew (no recorded producer),
+    fails on an empty one."""
+    import trajdebug
+
+    @trajdebug.step(kind="llm")
+    def parse_request(text: str) -> dict:
+        return {"max_rent": budget, "city": "Graz"}
+
+    @trajdebug.step(kind="other")
+    def normalize_budget(req: dict) -> dict:
+        raw = req["max_rent"]
+        return {"max_rent": float(raw) if bug else float(raw.replace(".", "")), "city": req["city"]}
+
+    @trajdebug.step(kind="tool")
+    def search_listings(city: str) -> list:
+        return [f"L{k}" for k in range(7)]
+
+    @trajdebug.step(kind="tool")
+    def get_details(listing: str) -> dict:
+        return {"id": listing, "rent": 900 + 50 * int(listing[1:]), "rooms": 2}
+
+    @trajdebug.step(kind="other")
+    def filter_budget(listings: list, max_rent: float) -> list:
+        return [d for d in listings if d["rent"] <= max_rent]
+
+    @trajdebug.step(kind="tool")
+    def book_viewing() -> dict:
+        return {"booked": PICKED[0]}  # state the recorder never saw: no recorded input
+
+    with trajdebug.run("flat-finder", path=path, task=f"flats in Graz under {budget}") as run:
+        req = normalize_budget(parse_request(f"two rooms in Graz, at most {budget} a month"))
+        details = [get_details(x) for x in search_listings(req["city"])]
+        shortlist = filter_budget(list(details), float(str(req["max_rent"])))
+        PICKED[:] = [d["id"] for d in shortlist]
+        try:
+            book_viewing()
+        except IndexError:
+            if fail:
+                run.fail("no viewing booked")
+
+
+def _ask_cli(src: Path, keys: str, *extra: str) -> str:
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    return CliRunner().invoke(cli, ["analyze", str(src), "--ask", *extra], input=keys).output
+
+
+def test_quitting_at_the_first_question_proves_no_root_and_writes_no_label(tmp_path: Path) -> None:
+    """F1 (nu22): the failing step has no recorded producer; quitting at the first question (an audit of it)
+    leaves it the likeliest root, never certain, and writes no label, though no answer was given."""
+    from trajdebug.labels import labels
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    out = _ask_cli(src, "q\n")
+    assert "question 1:" in out and "certain:" not in out.replace("not certain", "")
+    assert "root: book_viewing" in out and "not proven by the" in out
+    assert "labelled run" not in out and labels(src) == {}
+
+
+def test_passing_runs_of_other_inputs_never_make_a_step_wrong_or_a_root_certain(tmp_path: Path) -> None:
+    """F1 (nu22, --refs others): with passing runs of other inputs as references, quitting before any answer
+    proves nothing: the search starts from the failing step, not from a step ranked on a deviation, and no
+    label is written."""
+    from trajdebug.labels import labels
+
+    src, others = tmp_path / "flats.jsonl", tmp_path / "others.jsonl"
+    _record_flats(src)
+    for budget in ("1500", "1300", "1400", "1200"):
+        _record_flats(others, budget)
+    out = _ask_cli(src, "q\n", "--refs", str(others))
+    assert "certain:" not in out.replace("not certain", "") and "labelled run" not in out
+    assert labels(src) == {}
+
+
+def test_answered_from_the_bug_off_run_the_search_proves_the_bug_labels_it_and_asks_nothing_more(tmp_path: Path) -> None:
+    """F1 (nu22): answered from the bug-off run (a group of like steps "all right" only when each is), the
+    search proves normalize_budget on the person's answers, the label names it, and a resumed search asks
+    nothing more."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.analysis._oracles import occurrences, same_output
+    from trajdebug.api import analyze_source
+    from trajdebug.ask import ask_in_terminal
+    from trajdebug.labels import labels
+
+    src, good = tmp_path / "flats.jsonl", tmp_path / "good.jsonl"
+    _record_flats(src)
+    _record_flats(good, bug=False, fail=False)
+    run, ref = load_runs(src)[0], load_runs(good)[0]
+    twin = {k: ref.step(s) for s, k in occurrences(ref).items()}
+    keys = occurrences(run)
+
+    def truth(sid: str) -> str:
+        step, other = run.step(sid), twin.get(keys[sid])
+        if other is not None and same_output(step.output, other.output):
+            return "y"
+        return "o" if step.name == "normalize_budget" else "i"
+
+    shown = io.StringIO()
+    asked: list[str] = []
+
+    def read_key() -> str:
+        text = shown.getvalue()
+        last = text[text.rindex("question "):]
+        ids = re.findall(r"^  #(\w{6}) \(step", last, re.M) or re.findall(r"question \d+: \S+ \S+ #(\w{6})", last)
+        sids = [next(s.step_id for s in run.steps if s.step_id.endswith(x)) for x in ids]
+        asked.append("+".join(run.step(s).name for s in sids))
+        return "y" if all(truth(s) == "y" for s in sids) else truth(sids[0])
+
+    [done] = ask_in_terminal(src, analyze_source(src).analyses, Console(file=shown, width=200), read_key=read_key)
+    assert done.guided.certain and run.step(done.guided.root).name == "normalize_budget"
+    assert len(asked) <= 6, asked
+    from trajdebug.cli._analyze import _label_proved
+
+    _label_proved(str(src), [done])
+    assert labels(src) == {run.run_id: done.guided.root}
+    assert "question" not in _ask_cli(src, "q\n").split("stored answer(s)")[1]
+
+
+def test_a_label_the_answers_no_longer_prove_is_withdrawn_and_a_new_proof_replaces_it(tmp_path: Path) -> None:
+    """F1 (nu22): a label an earlier version wrote for an unproven root (``by="answers"``) is withdrawn by the
+    next --ask that proves nothing, and a root proven later is the run's only answers label in the file."""
+    import json
+
+    from trajdebug.labels import label, labels, sidecar
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    run = load_runs(src)[0]
+    failing = next(s.step_id for s in run.steps if s.name == "book_viewing")
+    label(src, run.run_id, failing, by="answers")
+    out = _ask_cli(src, "q\n")
+    assert "withdrew the label" in out and labels(src) == {}
+    bug = next(s.step_id for s in run.steps if s.name == "normalize_budget")
+    from trajdebug.labels import prove
+
+    assert prove(src, run.run_id, bug) == "labelled" and prove(src, run.run_id, bug) is None
+    lines = [json.loads(x) for x in sidecar(src).read_text().splitlines()]
+    assert [x["step_id"] for x in lines if x["by"] == "answers"] == [bug] and labels(src) == {run.run_id: bug}
+
+
+# -- since fix49a: a "don't know" proves nothing; a group's "not all" is stored; the tally counts each answer --------
+
+
+def test_audits_answered_dont_know_leave_the_root_unproven_unlabelled_and_say_what_would_prove_it(tmp_path: Path) -> None:
+    """HIGH 1 (rev49a): "don't know" to every question (the failing booking's audit) proves no root: no label is
+    written, and the end says why it is not proven and how to answer again."""
+    from trajdebug.labels import labels
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    out = _ask_cli(src, "?\n" * 30)
+    assert "root: book_viewing" in out and "not proven by the" in out and "certain:" not in out
+    flat = " ".join(out.split())
+    assert "not proven: no input of it was recorded" in flat and 'proven by "correct" about one of those' in flat
+    assert "to answer again: `trajdebug answers forget" in flat
+    assert "labelled run" not in out and labels(src) == {}
+
+
+def test_a_root_with_no_recorded_input_proven_by_its_audit_says_so(tmp_path: Path) -> None:
+    """LOW 4 (rev49a): the booking, with no recorded input, proven by its audit's answers (correct), says that no
+    input of it was recorded and the earlier steps that may have fed it were answered correct, never that every
+    input it consumed was; the audited steps are listed as its audit."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    flat = " ".join(_ask_cli(src, "y\n" * 10).split())
+    assert "root: book_viewing" in flat and "every input it consumed" not in flat
+    assert "certain: the run failed at this step, and no input of it was recorded" in flat
+    assert flat.count("(an earlier step that may have fed it unrecorded: its audit)") == 2
+
+
+def test_a_resumed_session_after_a_groups_not_all_asks_and_numbers_as_the_live_one(tmp_path: Path) -> None:
+    """LOW 3 (rev49a): the group of seven lookups answered "not all", then quitting at its first lookup asked on
+    its own: the resumed session asks that lookup on its own, with the same number, not the group again."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    live = _ask_cli(src, "n\ny\nn\nq\n")
+    assert re.search(r"question 3: tool get_details #\w+ and 6 more", live)
+    single = re.search(r"question 4: tool get_details #\w+  \(step", live)
+    assert single is not None
+    resumed = _ask_cli(src, "q\n")
+    asked = re.findall(r"^question \d+: .*$", resumed, re.M)
+    assert asked and asked[0].startswith(single.group(0)) and "asked at once" not in resumed
+
+
+def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named_whole(tmp_path: Path) -> None:
+    """LOW 5 (rev49a): after the group's "all right" the tally counts its seven stored answers (in one question);
+    quitting at a group's question, the line on why it is not about the likeliest root names the whole group."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    flat = " ".join(_ask_cli(src, "i\n?\ny\nq\n").split())
+    assert "stopped: 9 answer(s) given and stored in 3 question(s)" in flat
+    other = tmp_path / "other.jsonl"
+    _record_flats(other)
+    flat = " ".join(_ask_cli(other, "n\ny\nq\n").split())
+    assert re.search(r"question 3 \(get_details #\w+ and 6 more get_details step\(s\), asked at once\) is not about", flat)

@@ -819,3 +819,143 @@ def test_recheck_with_an_interactive_oracle_says_that_nothing_was_rechecked() ->
     said = guided_search(analysis, person, recheck=True).problems
     assert any("no answer was rechecked" in p for p in said)
     assert not any("rechecked" in p for p in guided_search(analysis, person, recheck=False).problems)
+
+
+# -- since ask49 (nu22): like steps asked at once; no certainty before the proof is tested ---------------------------
+
+
+def _lookups() -> Analysis:
+    """A request normalized (``n``, the bug), seven like lookups the ranker suspects more, a filter fed by all of
+    them, and a failing booking fed by the filter."""
+    steps = [
+        Step("q", "read_request", "llm", output={"max_rent": "1.250"}, start_ns=0, end_ns=1),
+        Step("n", "normalize_budget", "other", output={"max_rent": 1.25}, deps=(Dependency("q"),), start_ns=2, end_ns=3),
+    ]
+    looks = [f"g{k}" for k in range(7)]
+    steps += [Step(g, "get_details", "tool", output={"id": g, "rent": 900 + k}, start_ns=4 + k, end_ns=5 + k)
+              for k, g in enumerate(looks)]
+    steps += [
+        Step("f", "filter_budget", "other", output=[], deps=tuple(Dependency(x) for x in ("n", *looks)), start_ns=20, end_ns=21),
+        Step("b", "book_viewing", "tool", output=None, deps=(Dependency("f"),), start_ns=22, end_ns=23, status="error"),
+    ]
+    run = Run("flats", "flat-finder", 0, 24, "failure", "no viewing", steps=tuple(steps))
+    prior = {**dict.fromkeys(looks, 0.1), "f": 0.1, "n": 0.05, "q": 0.05}
+    cands = [Candidate(s, p, (), (s, "b"), confidence=p) for s, p in prior.items()]
+    failures = (Failure("b", "step-error", "IndexError", "exception:IndexError", "step"),)
+    return Analysis(run, failures, Localization(cands, SearchStats(11, 11, 0.0), failures=failures, ranking=tuple(prior)))
+
+
+def test_like_lookups_are_one_question_when_that_is_expected_to_cost_fewer_questions() -> None:
+    """F11 (nu22): seven like lookups, each asked in turn, would cost seven questions; under one root they are
+    all right with the prior's odds, so the search offers them as one question (Dorfman's group testing),
+    whose "all right" clears every one of them and counts as one question."""
+    search = GuidedSearch(_lookups(), once=True)
+    sid = search.next_question()
+    while sid is not None and sid.startswith("g") is False:
+        search.answer(search.stamp(Answer(sid, sid not in ("f", "n"), "person", admissible=None if sid != "f" else False)))
+        sid = search.next_question()
+    assert sid is not None
+    group = search.group(sid)
+    assert sorted(group) == [f"g{k}" for k in range(7)] and group[0] == sid
+    before = search.asked
+    search.answer_group([search.stamp(Answer(g, True, "person", 7)) for g in group])
+    assert search.asked == before + 1 and all(search.verdict(search.index[g]) is True for g in group)
+    assert search.next_question() not in group
+
+
+def test_a_group_is_not_offered_for_a_name_a_person_already_answered_or_for_an_audit() -> None:
+    """After a group's "not all", the step asked on its own holds a person's answer and no group of that name is
+    offered again (a resumed search keeps no group answer); a single like step is never a group."""
+    search = GuidedSearch(_lookups(), [Answer("f", False, "person", 1, admissible=False), Answer("g3", True, "person", 2)],
+                          once=True)
+    sid = search.next_question()
+    assert sid is not None and search.group(sid) == [sid]
+
+
+def test_a_failing_step_with_no_recorded_input_is_not_certain_while_its_audit_is_left_to_ask() -> None:
+    """F1 (nu22): before any answer, a failing step nothing recorded feeds is the likeliest root, never certain:
+    its audit (the earlier steps that may have fed it) is still to ask; with no audit allowed, no answer
+    proves it either; a person's answers to the audit do."""
+    a = _lookups()
+    run = dataclasses.replace(a.run, steps=tuple(dataclasses.replace(s, deps=()) if s.step_id == "b" else s for s in a.run.steps))
+    a = dataclasses.replace(a, run=run)
+    for audit in (2, 0):
+        g = GuidedSearch(a, audit=audit).result()
+        assert g.root == "b" and not g.certain
+    search = GuidedSearch(a, once=True)
+    while (sid := search.next_question()) is not None:
+        search.answer(search.stamp(Answer(sid, True, "person")))
+    g = search.result()
+    assert g.root == "b" and g.certain and len(g.audited) == 2
+
+
+# -- since fix49a: an audit proves a root only by an answer that stands correct; its budget is per proof ----------
+
+
+def _unfed(*leaves: str) -> Analysis:
+    """Leaf lookups ``leaves`` (in that order, none recorded as anyone's input), then a failing booking with no
+    recorded input: whichever of them ran before may have fed it.  No ranking: every step weighs the same."""
+    steps = [Step(s, "lookup", "tool", output={"id": s}, start_ns=2 * k, end_ns=2 * k + 1) for k, s in enumerate(leaves)]
+    steps.append(Step("z", "book", "tool", output=None, start_ns=99, end_ns=100, status="error"))
+    run = Run("r1", "unfed", 0, 101, "failure", "no booking", steps=tuple(steps))
+    failures = (Failure("z", "step-error", "IndexError", "exception:IndexError", "step"),)
+    return Analysis(run, failures, Localization([], SearchStats(len(steps), len(steps), 0.0), failures=failures))
+
+
+def test_audits_answered_dont_know_prove_no_root_and_say_what_would() -> None:
+    """HIGH 1 (rev49a): a failing step with no recorded input is tested by its audit; "don't know" to each audit
+    question clears no step that may have fed it, so the root is the likeliest, never certain, and the result
+    names those steps (`Guided.unproven`); one audit answered correct proves it."""
+    search = GuidedSearch(_unfed("a", "b", "c"), once=True)
+    asked = []
+    while (sid := search.next_question()) is not None:
+        asked.append(sid)
+        search.answer(search.stamp(Answer(sid, None, "person")))
+    g = search.result()
+    assert len(asked) == 2 and (g.root, g.certain) == ("z", False) and g.unproven == tuple(asked)
+    resumed = GuidedSearch(_unfed("a", "b", "c"), search.log, once=True)
+    assert resumed.next_question() is None and not resumed.result().certain
+    right = GuidedSearch(_unfed("a", "b", "c"), once=True)
+    sid = right.next_question()
+    assert sid is not None
+    right.answer(right.stamp(Answer(sid, True, "person")))
+    while (sid := right.next_question()) is not None:
+        right.answer(right.stamp(Answer(sid, None, "person")))
+    assert (right.result().root, right.result().certain, right.result().unproven) == ("z", True, None)
+
+
+def test_the_audit_budget_is_per_proof_so_a_root_its_audit_found_is_audited_in_turn() -> None:
+    """MEDIUM 2 (rev49a): with one audit question a proof, the failing step's audit finds the root (the latest
+    earlier lookup, answered wrong, no recorded input either); that root's proof gets its own audit, answered
+    correct, and is certain.  A budget for the whole search, spent on the first proof, left it unproven with
+    nothing left to ask."""
+    search = GuidedSearch(_unfed("a", "c", "b"), audit=1, once=True)
+    asked = []
+    while (sid := search.next_question()) is not None:
+        asked.append((sid, search.asked_as()))
+        search.answer(search.stamp(Answer(sid, sid not in ("b", "z"), "person")))
+    g = search.result()
+    assert asked == [("b", "audit:z"), ("c", "audit:b")]
+    assert (g.root, g.certain) == ("b", True)
+
+
+def test_a_groups_not_all_is_a_record_a_resumed_search_reads_as_the_live_one_did() -> None:
+    """LOW 3 (rev49a): a group's "not all" is stored as a record that judges no step (`ASKED_GROUP`): the live
+    search asks the group's first step on its own next and offers no group of its name again; a search resumed
+    over the stored answers does the same, and a reader keeps the record beside the answer about that step."""
+    from trajdebug.core.model import ASKED_GROUP
+    from trajdebug.core.schema import latest_answers
+
+    live = GuidedSearch(_lookups(), once=True)
+    while (sid := live.next_question()) is not None and not sid.startswith("g"):
+        live.answer(live.stamp(Answer(sid, sid not in ("f", "n"), "person", 1, admissible=None if sid != "f" else False)))
+    stored, before = list(live.log), live.asked
+    assert sid is not None and len(live.group(sid)) > 1
+    record = live.not_all(live.group(sid), 2)
+    assert record.asked == ASKED_GROUP and record.correct is None and live.asked == before + 1
+    assert live.next_question() == sid and live.group(sid) == [sid]
+    assert live.verdict(live.index[sid]) is None and sid not in live.votes
+    resumed = GuidedSearch(_lookups(), [*stored, record], once=True)
+    assert resumed.next_question() == sid and resumed.group(sid) == [sid]
+    answered = Answer(sid, True, "person", 3, asked="question")
+    assert latest_answers([*stored, record, answered])[-2:] == (record, answered)

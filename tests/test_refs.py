@@ -249,3 +249,24 @@ def test_the_same_input_run_of_many_failing_runs_is_found_by_one_index(monkeypat
         task = analysis.run.metadata["task"]
         same = [p for p in passing if p.metadata["task"] == task]
         assert twin is not None and twin.run_id == max(same, key=lambda r: r.start_ns).run_id
+
+
+def test_the_unsure_verdict_names_the_same_input_run_that_ask_answers_from() -> None:
+    """rev49a: of two passing runs of the same input that started together, ``--ask`` answers from the later in
+    the source (`SameInput.of`); the analysis names that one first among its same-input references, so the
+    unsure verdict's advice (`verdict_note`, which names the first) names the run ``--ask`` uses."""
+    import dataclasses
+
+    from trajdebug.core.model import Outcome, Run, Step
+    from trajdebug.report.analysis import verdict_note
+
+    def run(rid: str, outcome: Outcome, start: int) -> Run:
+        step = Step(f"{rid}.1", "lookup", "tool", input={"task": "t"}, output={"n": 1}, start_ns=start, end_ns=start + 1)
+        return Run(rid, "shop", outcome=outcome, metadata={"task": "t"}, steps=(step,), start_ns=start)
+
+    result = analyze_source("pool", runs=[run("f1", "failure", 100), run("p1", "success", 5), run("p2", "success", 5)],
+                            model=None, guided=False)
+    [analysis], [twin] = result.analyses, result.twins
+    assert twin is not None and twin.run_id == "p2" and set(analysis.same_input) == {"p1", "p2"}
+    assert analysis.same_input[0] == "p2"
+    assert "p2" in (verdict_note(dataclasses.replace(analysis, verdict="unsure")) or "")

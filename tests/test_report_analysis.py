@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from trajdebug.analysis import Candidate
 from trajdebug.core.model import Step
 from trajdebug.report.analysis import PATH_SHOWN, _path
@@ -18,3 +20,28 @@ def test_a_long_path_through_an_agent_loop_names_its_ends_and_counts_the_turns_b
 
     assert path(PATH_SHOWN) == " → ".join(names[:PATH_SHOWN])
     assert path(14) == "prune_plan → turn_0 → turn_1 → … 7 more … → turn_9 → turn_10 → turn_11 → orchard_report"
+
+
+def test_an_unsure_verdict_never_advises_the_same_input_passing_run_already_compared(tmp_path: Path) -> None:
+    """F8 (nu22): with a passing run of the same input among the references, the unsure verdict's advice names
+    that run as compared already and points to ``--ask``; without one it advises recording one."""
+    import dataclasses
+
+    from trajdebug.analysis import analyze
+    from trajdebug.core.model import Run, Step
+    from trajdebug.report.analysis import SETTLE, verdict_note
+
+    def run(rid: str, out: float, outcome: str) -> Run:
+        steps = (Step("a", "read", "llm", input={"ask": "rent"}, output={"rent": "1.250"}, start_ns=0, end_ns=1),
+                 Step("b", "norm", "other", output=out, start_ns=2, end_ns=3))
+        return Run(rid, "flats", 0, 4, outcome, None if outcome == "success" else "empty", steps=steps,
+                   metadata={"task": "rent"})
+
+    failed = run("f1", 1.25, "failure")
+    same = analyze(failed, references=[run("p1", 1250.0, "success")])
+    assert same.same_input == ("p1",)
+    unsure = dataclasses.replace(same, verdict="unsure")
+    note = verdict_note(unsure) or ""
+    assert "p1" in note and "compared already" in note and SETTLE not in note
+    alone = dataclasses.replace(analyze(failed), verdict="unsure")
+    assert alone.same_input == () and SETTLE in (verdict_note(alone) or "")

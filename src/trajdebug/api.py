@@ -220,6 +220,10 @@ def _each(
         analyses.append(replace(analysis, refs=pool.refs) if pool.refs else analysis)
         twin = pool.same.of(run) if run.outcome != "success" else None
         twins.append(twin)
+        if twin is not None and twin.run_id in analysis.same_input[1:]:
+            # The verdict's advice names the run `--ask` answers from (`report.analysis.verdict_note` names the first).
+            rest = tuple(s for s in analysis.same_input if s != twin.run_id)
+            analyses[-1] = replace(analyses[-1], same_input=(twin.run_id, *rest))
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
             hints.append(f"trajdebug diff {_where(pool.origin, twin)} {_where(pool.origin, run)}")

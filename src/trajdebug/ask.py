@@ -55,7 +55,7 @@ class Asked:
     run_id: str
     guided: Guided
     given: int
-    """Answers given in this session (each stored)."""
+    """Answers about steps given in this session, each stored (a group's "all right" is one per step)."""
     stopped: bool
     """The person stopped (``q`` or Ctrl-C) before the search was done."""
 
@@ -125,7 +125,7 @@ def _ask_run(
 ) -> Asked:
     run = analysis.run
     same = None if twin is None else ReferenceOracle(twin)
-    log: AnswerLog | None = None
+    log = _Log(source, run.run_id)
     # An automatic oracle's "don't know" leaves the question to the person: it neither blocks it (a step
     # answered once is not asked again) nor is stored (the oracle is asked again by the next analysis).
     known = [a for a in run.answers if a.correct is not None or _by_person(a)]
@@ -134,49 +134,150 @@ def _ask_run(
     seen = {(a.step_id, a.run_id, a.by) for a in run.answers}
     told = analysis.guided.questions if analysis.guided else ()
     found = [a for a in told if a.correct is not None and (a.step_id, a.run_id, a.by) not in seen]
-    if found:
-        log = AnswerLog(source, run.run_id, known=[run.run_id])
-        known.extend(log.save(a) for a in found)
+    known.extend(log.save(a) for a in found)
     # Each answer is stored as given, so the search asks no step twice (``once``): a resumed session, which
     # reads back only the latest answer per step, then asks what this one would have asked next.
     search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions, once=True)
     console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
-    given, stopped, sid = 0, False, None
-    # Questions are numbered across sessions: a resumed session goes on from the answers stored before.
-    before = sum(a.by == "person" for a in run.answers)
+    # Questions are numbered across sessions: a resumed session goes on from the questions stored before (the
+    # answers one question gave a group of like steps share their time; its "not all" is stored as a record).
+    before = len({a.at_ns for a in run.answers if a.by == "person"})
+    questions = given = 0  # questions answered in this session; answers stored (a group's "all right": one a step)
+    stopped, sid, about = False, None, []  # about: the steps of the question left open
     try:
         while (sid := search.next_question()) is not None:
             if same is not None and same(search.graph.steps[sid], run) is True:
                 # The passing run of the same input produced this very output: what the run needed here.
-                if log is None:
-                    log = AnswerLog(source, run.run_id, known=[run.run_id])
                 search.answer(log.save(search.stamp(Answer(sid, True, same.by, time.time_ns()))))
                 continue
-            q = question_for(run, sid, before + given + 1)
+            about = _group(search, sid, run, same)
+            if len(about) > 1:
+                said_all = _group_answer(run, about, before + questions + 1, console, read_key)
+                if said_all == "quit":
+                    stopped = True
+                    break
+                questions += 1
+                if said_all == "yes":
+                    search.answer_group(_all_right(search, log, run, about))
+                    given += len(about)
+                    continue
+                # "Not all": stored as a record of the question (it judges no step), so a resumed session asks
+                # the step on its own too, numbered as here; its answer is asked next.
+                log.save(search.not_all(about, time.time_ns()))
+                about = [sid]
+            q = question_for(run, sid, before + questions + 1)
             said = _one_answer(q, console, read_key)
             if isinstance(said, str):
                 stopped = True
                 break
-            if log is None:
-                log = AnswerLog(source, run.run_id, known=[run.run_id])
             # Stored with what it was asked as (an audit, a question): a resumed session takes it the same way.
             stored = log.save(search.stamp(Answer(sid, said[0], "person", time.time_ns(), admissible=said[1])))
             search.answer(stored)
+            questions += 1
             given += 1
     except (KeyboardInterrupt, EOFError):
         stopped = True
     guided = search.result()
     if stopped:
-        tally = f"{given} answer(s) given now, {before + given} stored in all" if before else f"{given} answer(s) given and stored"
-        console.print(f"\nstopped: {tally}; ask again to resume", markup=False, highlight=False)
-        if sid is not None and not guided.certain and guided.root not in (None, sid):
-            why = _LIKELIEST if search.chosen_by == "likeliest" else _ORDER.get(strategy, _ORDER["prior"])
-            console.print(_not_the_likeliest(run, sid, before + given + 1, why), markup=False, highlight=False)
+        console.print(f"\nstopped: {_tally(given, questions, before)}; ask again to resume", markup=False, highlight=False)
+        if sid is not None and not guided.certain and guided.root is not None and guided.root not in about:
+            why = _why_asked(search, strategy)
+            console.print(_not_the_likeliest(run, about, before + questions + 1, why), markup=False, highlight=False)
     console.print()
     render_guided(guided, run, console)
     if guided.clashing:
         console.print(_take_back(source, run, guided), markup=False, highlight=False)
+    if guided.unproven is not None and (again := _answer_again(source, run, guided)):
+        console.print(again, markup=False, highlight=False)
     return Asked(run.run_id, guided, given, stopped)
+
+
+def _tally(given: int, questions: int, before: int) -> str:
+    """The answers given in a session and the questions they answered, which part when a group's one question
+    stored an answer per step (or its "not all" none); with ``before`` questions of earlier sessions, the total."""
+    tally = f"{given} answer(s) given {'now' if before else 'and stored'}"
+    tally += f" in {questions} question(s)" if questions != given else ""
+    return tally + (f", {before + questions} question(s) in all" if before else "")
+
+
+class _Log:
+    """The run's `AnswerLog`, opened at the first answer stored: a session that stores nothing resolves nothing."""
+
+    def __init__(self, source: str | Path, run_id: str) -> None:
+        self.source, self.run_id = source, run_id
+        self._log: AnswerLog | None = None
+
+    def save(self, answer: Answer) -> Answer:
+        if self._log is None:
+            self._log = AnswerLog(self.source, self.run_id, known=[self.run_id])
+        return self._log.save(answer)
+
+
+GROUP_PROMPT = (
+    "Are all these outputs right, what the run needed there?  [y] yes, all  [n] not all, or not sure (ask them "
+    "one by one)  [q] quit"
+)
+"""The keys of a question about a group of like steps (`GuidedSearch.group`)."""
+_GROUP_SHOWN = 160
+"""Characters of each input and output shown in a group's question (one line each)."""
+
+
+def _group(search: GuidedSearch, sid: str, run: Run, same: ReferenceOracle | None) -> list[str]:
+    """The like steps to ask about with ``sid`` at once (`GuidedSearch.group`), none the passing run of the
+    same input answers.  A group's "not all" is stored as a record of the question (`GuidedSearch.not_all`):
+    no group of that name is offered again, in this session or a resumed one."""
+    group = search.group(sid)
+    if same is not None:
+        group = [g for g in group if g == sid or same(search.graph.steps[g], run) is not True]
+    return group
+
+
+def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, read_key: Callable[[], str]) -> str:
+    """Show one question about a group of like steps, each step's input and output on a line; ``"yes"`` when a
+    person answers that every output is right, ``"no"`` (ask them one by one) or ``"quit"``."""
+    steps = run.step_map()
+    first = steps[group[0]]
+    at = {s.step_id: k for k, s in enumerate(run.steps, 1)}
+    console.print()
+    # The first step's kind, name and short id lead, as in a question about one step (a script reading
+    # "question N: KIND NAME #ID" reads this one too).
+    console.print(f"question {number}: {one_line(first.kind)} {one_line(first.name)} #{short(group[0])} and {len(group) - 1} "
+                  f"more {one_line(first.name)} step(s), asked at once", markup=False, highlight=False, style="bold")
+    for sid in group:
+        s = steps[sid]
+        console.print(f"  #{short(sid)} (step {at[sid]} of {len(run.steps)})", markup=False, highlight=False)
+        console.print(f"    input  {_one(s.input)}", markup=False, highlight=False)
+        console.print(f"    output {_one(s.output)}", markup=False, highlight=False)
+    console.print(GROUP_PROMPT, markup=False, highlight=False, style="bold")
+    while True:
+        key = read_key().lower()
+        if key in ("y", "q"):
+            return "yes" if key == "y" else "quit"
+        if key in ("n", "o", "i", "?"):
+            return "no"  # any answer but "all right" leaves each step to be asked on its own
+        if key not in ("\r", "\n", "", " "):
+            console.print(f"{key!r} is no answer here: press y, n or q", markup=False, highlight=False, style="dim")
+
+
+def _one(value: Any) -> str:
+    """A value on one line, cut to `_GROUP_SHOWN` characters."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = one_line(text)
+    return text if len(text) <= _GROUP_SHOWN else text[: _GROUP_SHOWN - 1] + "…"
+
+
+def _all_right(search: GuidedSearch, log: _Log, run: Run, group: Sequence[str]) -> list[Answer]:
+    """The group's "all right" as one stored answer per step, by the person, at one time (one question), each
+    saying it was given for the group: a resumed search reads them back as any answer."""
+    now = time.time_ns()
+    name = run.step_map()[group[0]].name
+    why = f"answered at once for {len(group)} {name} steps: all right"
+    return [log.save(search.stamp(Answer(sid, True, "person", now, why))) for sid in group]
 
 
 def _by_person(a: Answer) -> bool:
@@ -192,20 +293,47 @@ def _take_back(source: str | Path, run: Run, guided: Guided) -> str:
     return f"take back the answer that is wrong: {forget}{more}, and ask again"
 
 
+def _answer_again(source: str | Path, run: Run, guided: Guided) -> str | None:
+    """How to give the answer that would prove a root left unproven (`Guided.unproven`): no step is asked twice
+    (`GuidedSearch` ``once``), so the person takes back the root's answer, or a "don't know" of its audit, and
+    asks again.  None when no answer of theirs is there to take back (the root is the failure, unanswered)."""
+    steps = [s for s in (guided.root, *(guided.unproven or ())) if s is not None and s != guided.failure]
+    if not steps:
+        return None
+    forget = " or ".join(f"`trajdebug answers forget {source} --run {run.run_id[:12]} --step {s}`" for s in steps)
+    return f"to answer again: {forget}, then ask again"
+
+
 _ORDER = {
     "prior": "the search asks the step whose answer is expected to narrow the candidates most (information gain)",
     "top-down": "the top-down order asks the inputs of the deepest wrong step first",
     "linear": "the linear order asks backward from the failure",
 }
+_AUDIT = (
+    "it tests the proof: no recorded input ties the root below to the steps before it, so one of them may have "
+    "handed it a wrong value the recording missed"
+)
 _LIKELIEST = "the likeliest step holds most of the candidates' probability, so the search proves or refutes it by its inputs"
 
 
-def _not_the_likeliest(run: Run, sid: str, number: int, why: str) -> str:
-    """Why the question left open was not about the likeliest root named below it (``why``): the order asks for
-    the answer that tells the most, which a step whose reach holds most of the candidates would not; or the
-    likeliest step holds most of the mass and is proved or refuted by its inputs (`GuidedSearch.chosen_by`)."""
-    step = run.step_map().get(sid)
-    name = f"{one_line(step.name) if step else '?'} #{short(sid)}"
+def _why_asked(search: GuidedSearch, strategy: str) -> str:
+    """Why the question left open was asked (`_not_the_likeliest`): an audit of the proof, the likeliest step, or
+    the strategy's order."""
+    if (search.asked_as() or "").startswith("audit:"):
+        return _AUDIT
+    return _LIKELIEST if search.chosen_by == "likeliest" else _ORDER.get(strategy, _ORDER["prior"])
+
+
+def _not_the_likeliest(run: Run, about: Sequence[str], number: int, why: str) -> str:
+    """Why the question left open (about the steps ``about``: one, or a group of like steps) was not about the
+    likeliest root named below it (``why``): the order asks for the answer that tells the most, which a step
+    whose reach holds most of the candidates would not; or the likeliest step holds most of the mass and is
+    proved or refuted by its inputs (`GuidedSearch.chosen_by`)."""
+    step = run.step_map().get(about[0])
+    kind = one_line(step.name) if step else "?"
+    name = f"{kind} #{short(about[0])}"
+    if len(about) > 1:
+        name += f" and {len(about) - 1} more {kind} step(s), asked at once"
     return f"question {number} ({name}) is not about the likeliest root below: {why}"
 
 

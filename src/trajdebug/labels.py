@@ -91,6 +91,54 @@ def label(source: str | Path, run_id: str, step: str, *, by: str = "person") -> 
     return run.run_id, sid
 
 
+def prove(source: str | Path, run_id: str, root: str | None) -> str | None:
+    """Make the run's label the one its answers prove now: ``root`` (a step id), or none when they prove none.
+
+    A label the answers wrote (``by="answers"``) says what they proved when it was written; answers given
+    since, taken back, or read by a stricter search may prove another root or none.  So the run's earlier
+    answers labels are dropped from the side file (a person's are kept) and ``root``'s written in their
+    place: a proven root replaces them, and with none the label is withdrawn (a person's earlier label, if
+    any, is the run's label again).  Rewritten whole (a new file moved into place), so a reader never sees
+    two labels of the answers for one run, the wrong one first.  ``run_id`` is the run's full id.
+
+    Returns ``"labelled"``, ``"withdrawn"`` or None (nothing changed).
+    """
+    latest = _records(source).get(run_id)
+    mine = latest is not None and latest.get("by") == "answers"
+    if root is None and not (mine and latest and latest.get("step_id")):
+        return None
+    if root is not None and mine and latest and latest.get("step_id") == root:
+        return None
+    _drop(source, run_id, "answers")
+    if root is None:
+        return "withdrawn"
+    _append(source, {"t": "label", "run_id": run_id, "step_id": root, "by": "answers", "time_ns": time.time_ns()})
+    return "labelled"
+
+
+def _drop(source: str | Path, run_id: str, by: str) -> None:
+    """Rewrite the side file without run ``run_id``'s label records by ``by`` (other lines kept as they are)."""
+    import os
+
+    path = sidecar(source)
+    try:
+        lines = path.read_bytes().splitlines(keepends=True)
+    except FileNotFoundError:
+        return
+    kept = []
+    for raw in lines:
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict) and rec.get("t") == "label" and rec.get("run_id") == run_id and rec.get("by") == by:
+            continue
+        kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(b"".join(kept))
+    os.replace(tmp, path)
+
+
 def _append(source: str | Path, rec: dict[str, Any]) -> None:
     with sidecar(source).open("a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
@@ -352,4 +400,4 @@ def _fitted_runs(meta: object) -> list[str]:
     return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
 
 
-__all__ = ["Carried", "Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]
+__all__ = ["Carried", "Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "prove", "sidecar"]

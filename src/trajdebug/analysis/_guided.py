@@ -16,7 +16,10 @@ the steps of the failure's backward slice in the dependency graph
 The candidates are the steps every wrong-marked step reaches backward without
 crossing a correct-marked one: the intersection of those reaches (one root
 explains every wrong output; see *noise* below).  The root is *certain* when
-the candidates are one wrong-marked step: its inputs are all proven correct.
+the candidates are one wrong-marked step: its inputs are all proven correct,
+by answers, never by their absence (`GuidedSearch._backed`: no audit or recheck
+of the proof left to ask; a step with no recorded input proven by a person's
+"its own fault", the audit's answers, or nothing earlier that could have fed it).
 
 Question order (Silva, *A survey on algorithmic debugging strategies*, 2011):
 ``prior`` is divide and query weighted by probability mass, as Hat-Delta
@@ -74,7 +77,7 @@ from trajdebug.analysis._guided_result import (
 )
 from trajdebug.analysis._guided_state import STRATEGIES, GuidedState
 from trajdebug.analysis._oracles import Caller, ask
-from trajdebug.core.model import Answer
+from trajdebug.core.model import ASKED_GROUP, Answer
 
 
 if TYPE_CHECKING:
@@ -87,6 +90,8 @@ _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
 _DOUBTS = 3
 """Answers re-asked at most, with ``recheck``, when a conflict stands after both its sides were re-asked."""
+_GROUP = 10
+"""Like steps asked about at once at most (`GuidedSearch.group`): a person reads every output of the group."""
 
 
 class GuidedSearch(GuidedState):
@@ -210,26 +215,39 @@ class GuidedSearch(GuidedState):
         stands as it is (on the fault-injection suite, auditing every proof
         doubled the median questions, 2 to 4, to find 2 roots more in 99; on
         suite F, half the runs come from frameworks whose inputs are inferred).
+        The budget is per proof: a wrong answer moves the proof to the step it
+        found, which has earlier steps of its own the recording may not have
+        tied to it (a budget for the whole search, spent on the first proof,
+        left the second unprovable with nothing left to ask).
         """
-        if len(self.audited) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
+        if len(self._audits(focus)) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
             return None  # a person vouched for every input the step was given, recorded or not
-        # Its ancestors were tied to it by the recording (a correct input cleared
-        # them already); only the steps no recorded path joins to it are in doubt.
-        reach = self._ancestors(focus)
-        start = self.graph.steps[self.ids[focus]].start_ns
-        pool = [
-            i
-            for i in range(focus)
-            if not reach >> i & 1
-            and i not in self.votes
-            and self.graph.steps[self.ids[i]].start_ns <= start
-            and self.auditable(i)
-        ]
+        pool = self._audit_pool(focus)
         if not pool:
             return None
         pick = max(pool, key=lambda i: (self.mass[i], i))
         self._marks = (pick, focus)
         return self.ids[pick]
+
+    def _audits(self, focus: int) -> list[int]:
+        """The steps answered in an audit of the proof of ``focus`` (`audited`), in the order asked."""
+        return [k for k, f in self.audited.items() if f == focus]
+
+    def _audit_pool(self, focus: int) -> list[int]:
+        """The steps an audit of ``focus`` may ask: the earlier leaves that may have fed it (`_feeders`), not answered."""
+        return [i for i in self._feeders(focus) if i not in self.votes]
+
+    def _feeders(self, focus: int) -> list[int]:
+        """The earlier leaves no recorded path joins to ``focus``: they may have fed it unrecorded.  Its ancestors
+        were tied to it by the recording (a correct input cleared them already); only the steps no recorded path
+        joins to it are in doubt."""
+        reach = self._ancestors(focus)
+        start = self.graph.steps[self.ids[focus]].start_ns
+        return [
+            i
+            for i in range(focus)
+            if not reach >> i & 1 and self.graph.steps[self.ids[i]].start_ns <= start and self.auditable(i)
+        ]
 
     def weak(self, i: int) -> bool:
         """True when no input of step ``i`` was traced or declared (only inferred, or none recorded)."""
@@ -293,6 +311,71 @@ class GuidedSearch(GuidedState):
             return None
         return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
 
+    # -- questions about a group of like steps -------------------------------------
+
+    def group(self, sid: str) -> list[str]:
+        """The like steps to ask about with ``sid`` at once ("are all their outputs right?"), ``sid`` first; just
+        ``[sid]`` when the group is not expected to cost fewer questions than its steps asked one by one.
+
+        Like steps: the open candidates of ``sid``'s name and kind (seven calls of one lookup tool).  One
+        answer "all right" clears them all; anything else leaves each to be asked on its own.  The greedy
+        score of single questions (`_choose`) never picks a group: a wrong answer about a group keeps the
+        union of its reaches.  But like steps that are each asked in turn cost a question apiece, so the group
+        is asked when it is expected to cost fewer questions (group testing, Dorfman, *Ann. Math. Statist.*
+        14, 1943: 1 + n·P(not all right) < n, P from the prior mass of the members' reaches).  Only
+        for a plain question of the ``prior`` strategy (an audit or a recheck asks about one step)."""
+        i = self.index.get(sid)
+        if i is None or self.strategy != "prior" or sid != self._pending or self._marks is not None:
+            return [sid]
+        cand, _, _, conflict = self._compute()
+        if conflict is not None or not cand >> i & 1:
+            return [sid]
+        me = self.graph.steps[sid]
+        if me.name in self.grouped:
+            return [sid]  # asked once per name: its "not all" was stored (`not_all`), and read back by a resumed search
+        alike = [j for j in range(len(self.ids)) if j != i and self._like(j, me.name, me.kind)]
+        # And none once a like step holds a person's answer (one asked on its own after "not all" before that
+        # answer was stored as a record, or by another session).
+        if any(a.by.split(":", 1)[0] == "person" for j in (i, *alike) for a in self.votes.get(j, ())):
+            return [sid]
+        like = [j for j in self._open(cand) if j in set(alike) and j not in self.votes]
+        if not like:
+            return [sid]
+        members = [i, *sorted(like, key=lambda j: (-self.mass[j], j))[: _GROUP - 1]]
+        reach, total = self._reaches(), self._mass(cand) or 1.0
+        union = 0
+        for j in members:
+            union |= reach[j] & cand
+        # Dorfman's rule: n like steps cost n questions one by one; asked as a group, one, and n more when the
+        # answer is "not all right", which it is with the mass of the members' reaches (one root).
+        q = min(1.0, self._mass(union) / total)
+        if 1 + len(members) * q >= len(members):
+            return [sid]
+        return [self.ids[j] for j in members]
+
+    def _like(self, j: int, name: str, kind: str) -> bool:
+        step = self.graph.steps[self.ids[j]]
+        return step.name == name and step.kind == kind
+
+    def answer_group(self, answers: Sequence[Answer]) -> None:
+        """Record the answers a person gave to one question about a group of like steps (`group`): each step's
+        answer is recorded (and stored by the caller) as its own, and the group counts as one question."""
+        for a in answers:
+            self.answer(a)
+        self.asked -= max(0, len(answers) - 1)
+
+    def not_all(self, group: Sequence[str], at_ns: int, by: str = "person") -> Answer:
+        """Record that a group (`group`, its first step the one asked) was answered "not all right, or not
+        sure": one question, which judges no step; its first step is asked on its own next, and no group of
+        its name is offered again.  Returns the record to store (`trajdebug.core.model.ASKED_GROUP`): a search
+        resumed over it asks what this one asks next, and numbers the questions alike."""
+        sid = group[0]
+        name = self.graph.steps[sid].name
+        why = f"asked at once with {len(group) - 1} more {name} step(s): not all right, or not sure"
+        a = Answer(sid, None, by, at_ns, why, asked=ASKED_GROUP)
+        self.answer(a)
+        return a
+
     # -- the result ------------------------------------------------------------
 
     def done(self) -> bool:
@@ -317,7 +400,10 @@ class GuidedSearch(GuidedState):
                           clashing=self._clashing(conflict, wrong))
         ties = self.ties()
         # A tie no question may settle (``once``) proves nothing: one of its answers may be the wrong one.
-        certain = cand == 1 << focus and self.verdicts.proven(focus) and not ties
+        alone = cand == 1 << focus and self.verdicts.proven(focus) and not ties
+        certain = alone and self._backed(focus)
+        # Unproven with nothing left to ask (no recorded input, no audit answered right): said, with what would prove it.
+        unproven = alone and not certain and not self._proof_pending(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
         # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
@@ -333,7 +419,46 @@ class GuidedSearch(GuidedState):
             tuple(names.items()), tuple(self.ids[i] for i in self.audited),
             (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
             tuple(self.ids[i] for i in ties),
+            tuple(self.ids[k] for k in self._audits(focus) if self.verdict(k) is None) if unproven else None,
         )
+
+    def _backed(self, focus: int) -> bool:
+        """True when answers, not the lack of them, prove the step ``focus`` (wrong, every recorded input right).
+
+        A proof still to be tested is none yet: while a recheck or an audit of it is left to ask (the person
+        stopped, ``max_questions`` ran out), a root is the likeliest, never certain.  And "every input it
+        consumed is correct" says nothing of a step with no recorded or inferred input (a tool handed a list
+        built from state the recorder never saw): it is proven by a person's answer that it was wrong for what
+        it was given (they judged its inputs, recorded or not), by the audit's answers (`_audit`: the
+        likeliest earlier steps that may have fed it, asked and standing correct; a wrong one would have
+        become its input), or when no earlier step could have fed it.  Before this, a failing step with no
+        recorded producer was certain with no answer at all: its audit was still to ask."""
+        if self._proof_pending(focus):
+            return False
+        if self.parents[focus] or self.verdicts.by_person(focus):
+            return True
+        # An audit answered "don't know" (or taken back) cleared nothing: only one standing correct is an answer.
+        if any(self.verdict(k) is True for k in self._audits(focus)):
+            return True
+        # Nothing earlier fed it only when every earlier leaf stands correct: one never asked, or answered don't
+        # know or wrong, may have.
+        if any(self.verdict(i) is not True for i in self._feeders(focus)):
+            return False
+        # With no audit the steps outside the slice are no nodes; any leaf that ran before it may have fed it.
+        start = self.graph.steps[self.ids[focus]].start_ns
+        return not any(
+            sid not in self.index and sid not in self._containers and s.start_ns <= start
+            for sid, s in self.graph.steps.items()
+        )
+
+    def _proof_pending(self, focus: int) -> bool:
+        """True when the search would still ask a question to test the proof of ``focus`` (a recheck, an
+        audit); the pending question's marks are kept as they were (`result` asks nothing)."""
+        marks = self._marks
+        try:
+            return (self._recheck_proof(focus) or self._audit(focus)) is not None
+        finally:
+            self._marks = marks
 
     def _clashing(self, pair: tuple[int, int], wrong: dict[int, int]) -> tuple[str, ...]:
         """The steps whose answers make a conflict, each that holds an answer (the failure is wrong without one):

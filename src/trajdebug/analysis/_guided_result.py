@@ -87,6 +87,12 @@ class Guided:
     that holds an answer, when the other is the failure); where no step is asked twice (``once``), a step
     whose equally trusted answerers disagree (a tie).  One of those answers is wrong: taking it back
     (`trajdebug answers forget`) lets the search go on."""
+    unproven: tuple[str, ...] | None = None
+    """Not None when the root is the one candidate left, standing wrong (answered so, or the failure), and
+    nothing is left to ask, yet the answers do not prove it: it has no recorded input, and no earlier step
+    that may have fed it unrecorded was answered right in its audit (`GuidedSearch._backed`).  Then the steps
+    its audit asked that were answered don't know (one taken back and answered right would prove it, as
+    would a person's "its own fault" about the root itself)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -116,6 +122,7 @@ class Guided:
             "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
             **({"misled": list(self.misled)} if self.misled else {}),
             **({"clashing": list(self.clashing)} if self.clashing else {}),
+            **({"unproven": list(self.unproven)} if self.unproven is not None else {}),
         }
 
 
@@ -231,11 +238,24 @@ def ranker_order(analysis: Analysis) -> Localization:
 
 
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
-    """The failing step the search starts from: the top candidate's failure, else the first failure found."""
+    """The failing step the search starts from: the top candidate's failure, else the first failure found.
+
+    Only a step that failed (a detector found it failing, it ended in an error, or it encloses a failing
+    step: a failure propagates out): the search takes its start as wrong without asking anyone.  A candidate
+    no edge joins to a failure has a path of itself alone (a step ranked on a deviation from passing runs
+    of other inputs); taking that end as the failure called a correct step wrong on nobody's word, and, with
+    no recorded input to clear, certain with no question asked."""
     loc = ranker_order(analysis)
+    failed = {f.step_id for f in (*loc.failures, *analysis.failures)}
+    for sid in list(failed):
+        up = graph.parent(sid) if sid in graph else None
+        while up is not None and up not in failed:
+            failed.add(up)
+            up = graph.parent(up)
     for c in loc.candidates:
-        if c.run_id is None and c.path and c.path[-1] in graph:
-            return c.path[-1]
+        end = c.path[-1] if c.run_id is None and c.path else None
+        if end is not None and end in graph and (end in failed or graph.steps[end].status == "error"):
+            return end
     for f in (*loc.failures, *analysis.failures):
         if f.step_id in graph:
             return f.step_id

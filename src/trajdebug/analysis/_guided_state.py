@@ -37,7 +37,7 @@ from trajdebug.analysis._guided_result import _FLOOR, _bits, _popcount, failure_
 from trajdebug.analysis._oracles import Carrier
 from trajdebug.analysis._verdicts import Verdicts, two_valued, until
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import Answer
+from trajdebug.core.model import ASKED_GROUP, Answer
 
 
 if TYPE_CHECKING:
@@ -130,11 +130,13 @@ class GuidedState:
         """How the prior strategy picked the last question: ``likeliest`` (the candidate that holds most of the
         mass, or an input of it: `_leader`), ``gain`` (the least mass expected left); None otherwise."""
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
+        self.grouped: set[str] = set()  # names of like steps whose group was answered "not all" (`GuidedSearch.group`)
         for a in answers:
             # Each as it says it was asked (`Answer.asked`): what it means never depends on the answers before it,
             # so taking one of those back leaves it as it was, and a long list costs no search per answer.
             self._mark(a)
-            self._take(a, given=True)
+            if a.asked != ASKED_GROUP:
+                self._take(a, given=True)
 
     def _inputs(self, graph: DependencyGraph, sid: str, hollow: set[str]) -> set[int]:
         """The nodes a step took its input from, through the hollow containers between them."""
@@ -224,6 +226,9 @@ class GuidedState:
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered), with what it was asked as (`stamp`)."""
         self.asked += 1
+        if a.asked == ASKED_GROUP:
+            self._mark(a)  # one question, about no step: the step that led the group is asked next
+            return
         a = self.stamp(a)
         if a.step_id == self._pending:
             self._pending = self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
@@ -259,6 +264,8 @@ class GuidedState:
             self.rechecked.add(i)  # each step is rechecked once
         elif a.asked.startswith("audit:") and (proved := self.index.get(a.asked[len("audit:"):])) is not None:
             self.audited[i] = proved  # a wrong answer ties it to the proved step (`_take`)
+        elif a.asked == ASKED_GROUP:
+            self.grouped.add(self.graph.steps[a.step_id].name)  # no group of that name is offered again
 
     def ties(self) -> list[int]:
         """With ``once``, the steps whose most trusted answerers disagree evenly (a person and ``person:alice``):

@@ -41,6 +41,7 @@ from trajdebug.analysis.diagnosers._context import Diagnoser
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
 from trajdebug.analysis.learned import rerank
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.reference import same_request
 from trajdebug.core.collector import collector_paused
 from trajdebug.core.model import Outcome, Run
 
@@ -77,6 +78,9 @@ class Analysis:
     refs: tuple[str, ...] = ()
     """The files beside the run's source its references were looked for in (`trajdebug.analyze_source`'s
     ``refs``, ``--refs``), so that the reports say where none was found."""
+    same_input: tuple[str, ...] = ()
+    """Of `references`, the runs given the same input as this one (`trajdebug.analysis.reference.same_request`):
+    the reports then never advise a passing run of the same input as what would settle the verdict."""
 
     @property
     def outcome(self) -> Outcome:
@@ -156,6 +160,7 @@ class Analysis:
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,
             "references": list(self.references),
+            **({"same_input": list(self.same_input)} if self.same_input else {}),
             "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
             "verdict": self.verdict,
@@ -293,6 +298,7 @@ def result(state: AnalysisState) -> Analysis:
         tuple(r.run_id for r in state.references),
         problems,
         verdict=state.verdict,
+        same_input=tuple(r.run_id for r in state.references if same_request(state.run, r)),
     )
 
 

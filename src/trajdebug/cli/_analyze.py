@@ -132,7 +132,8 @@ Example:
     "and spare questions; answers are appended to SOURCE itself (a foreign trace's to SOURCE.answers.jsonl), "
     "and a second --ask resumes; "
     "a step whose output a passing run of the same input also produced is not asked; "
-    "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE).",
+    "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE, "
+    "and replaced or withdrawn when later answers prove another or none; like steps may be asked at once).",
 )
 @click.option(
     "--oracle",
@@ -402,24 +403,30 @@ def _ask(
 
 
 def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
-    """A root the answers prove is stored as the run's label (`trajdebug.labels`): what `trajdebug eval`
-    measures the ranking on and `trajdebug fit` learns from."""
-    from trajdebug.labels import label, sidecar
+    """The run's label as the answers leave it (`trajdebug.labels.prove`): a root they prove is stored as the
+    run's label (what `trajdebug eval` measures the ranking on and `trajdebug fit` learns from), replacing
+    the one they proved before; a label they proved before and no longer prove is withdrawn."""
+    from trajdebug.labels import prove, sidecar
     from trajdebug.sources.load import SourceError
 
     for a in asked:
-        if not (a.guided.certain and a.guided.root):
-            continue
+        root = a.guided.root if a.guided.certain else None
         try:
-            label(path, a.run_id, a.guided.root, by="answers")
+            done = prove(path, a.run_id, root)
         except (SourceError, OSError, ValueError) as exc:
-            click.echo(f"{path}: the proved root of run {a.run_id[:12]} was not labelled ({exc})", err=True)
+            click.echo(f"{path}: the label of run {a.run_id[:12]} was not updated ({exc})", err=True)
             continue
-        click.echo(
-            f"labelled run {a.run_id[:12]}: root {a.guided.root[-6:]} (in {sidecar(path)}); an answer given by "
-            f"mistake: trajdebug answers forget {path} --run {a.run_id[:12]} [--step ID]",
-            err=True,
-        )
+        if done == "withdrawn":
+            click.echo(
+                f"withdrew the label of run {a.run_id[:12]} (in {sidecar(path)}): the answers no longer prove its root",
+                err=True,
+            )
+        elif done == "labelled" and root is not None:
+            click.echo(
+                f"labelled run {a.run_id[:12]}: root {root[-6:]} (in {sidecar(path)}); an answer given by "
+                f"mistake: trajdebug answers forget {path} --run {a.run_id[:12]} [--step ID]",
+                err=True,
+            )
 
 
 def _stderr_console() -> object:

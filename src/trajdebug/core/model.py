@@ -229,9 +229,17 @@ class Answer:
     asked: str | None = None
     """What the guided search asked it as, when it asked it: ``question``; ``recheck`` (a step asked again);
     ``audit:<step id>`` (a question testing the proof of that step against inputs the recording may have
-    missed, `trajdebug.analysis.GuidedSearch`).  None: not said (volunteered, or stored without it), read as a
+    missed, `trajdebug.analysis.GuidedSearch`); ``group`` (`ASKED_GROUP`: not an answer about the step but a
+    question about a group of like steps led by it, answered "not all right, or not sure", so a resumed
+    search asks what the live one asked next).  None: not said (volunteered, or stored without it), read as a
     question.  Stored with the answer, so a search resumed over stored answers takes each as it was asked
     whatever answers were taken back before it."""
+
+
+ASKED_GROUP = "group"
+"""`Answer.asked` of the record of a question about a group of like steps answered "not all right, or not
+sure" (`trajdebug.analysis.GuidedSearch.group`): it judges no step, and readers keep it apart from the person's
+answer about the step that leads the group (`trajdebug.core.schema.latest_answers`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +311,7 @@ def replace(obj: Any, /, **changes: Any) -> Any:
 
 
 __all__ = [
+    "ASKED_GROUP",
     "BOUNDARY_KINDS",
     "CONTAINER_KINDS",
     "DEP_KINDS",

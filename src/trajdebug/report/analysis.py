@@ -71,6 +71,12 @@ SETTLE = (
     "top candidates with `--verify`"
 )
 """What the text says when the learned ranker is unsure."""
+SETTLE_SAME = (
+    "what would settle it: `--ask` (the passing run of the same input, {ref}, compared already, answers for "
+    "every step whose output it also produced, so only the steps where they part are asked), `--judge`, or "
+    "replaying the top candidates with `--verify`"
+)
+"""`SETTLE` when a passing run of the same input was among the references: advising one again confused a user."""
 
 
 def verdict_note(a: Analysis) -> str | None:
@@ -81,7 +87,8 @@ def verdict_note(a: Analysis) -> str | None:
     best = a.root_causes[0].confidence if a.root_causes else None
     conf = "" if best is None else f" (the best candidate's calibrated confidence is {best:.0%})"
     if verdict == "unsure":
-        return f"verdict: unsure{conf}; {SETTLE}"
+        same = getattr(a, "same_input", ())
+        return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}"
     return f"verdict: {verdict}{conf}"
 
 
@@ -348,6 +355,7 @@ __all__ = [
     "CALIBRATED_APART_LINE",
     "ORDER_LINES",
     "SETTLE",
+    "SETTLE_SAME",
     "agent_of",
     "analysis_lines",
     "analysis_markdown",

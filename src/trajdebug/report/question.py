@@ -17,12 +17,12 @@ is folded to `FOLD` characters until the person expands it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.escape import one_line, visible
-from trajdebug.core.model import Answer, Run, Step
+from trajdebug.core.model import ASKED_GROUP, Answer, Run, Step
 from trajdebug.report.step import value_text
 from trajdebug.report.text import agent_of, answer_word, short
 
@@ -268,7 +268,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         # each node's child standing for it (-1: none), and the containers whose answer is their child's.
         "stands": [search.stand_in.get(i, -1) for i in range(len(search.ids))] if search.stand_in else None,
         "stood": sorted(search.stood),
-        "answers": [answer_to_dict(a) for a in analysis.run.answers],
+        # Not the record of a group's question (the page asks no group): it judges no step.
+        "answers": [answer_to_dict(a) for a in analysis.run.answers if a.asked != ASKED_GROUP],
         "endpoint": endpoint,
         # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.
         "audit": search.audit,
@@ -296,7 +297,38 @@ def proving(guided: Guided, run: Run) -> list[Answer]:
     root = steps.get(guided.root)
     inputs = {d.step_id for d in root.deps} if root is not None else set()
     inputs.update(guided.misled)
-    return [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs]
+    # The answers of its audit too (asked to test this root's proof, not another's): with no recorded input,
+    # the earlier steps it asked are what the proof rests on.
+    audit = f"audit:{guided.root}"
+    said = [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs or a.asked == audit]
+    # An input nobody was asked about stands correct on another answer (a relay answered correct, an
+    # erroneous answer about the root): listed with that answer's answerer and why, never as nobody's word.
+    asked = {a.step_id for a in said}
+    implied = [a for a in guided.implied if a.step_id in inputs and a.step_id not in asked] if guided.certain else []
+    return said + implied
+
+
+def _inputs_said(guided: Guided, root: Any) -> str:
+    """What a certain root's inputs were answered: every recorded one correct; with none recorded, the earlier
+    steps its audit asked correct (any of them may have fed it unrecorded), or none could have fed it."""
+    if root is None or root.deps:
+        return "every input it consumed was answered correct"
+    audit = f"audit:{guided.root}"
+    if any(a.asked == audit and a.correct is True for a in guided.questions):
+        return "no input of it was recorded; the earlier steps that may have fed it unrecorded, asked below, were answered correct"
+    return "no input of it was recorded, and no step before it could have fed it"
+
+
+def _unproven(guided: Guided, label: Callable[[str], str]) -> str:
+    """What would prove a root left unproven with nothing left to ask (`Guided.unproven`): no input of it was
+    recorded and no earlier step that may have fed it was answered correct in its audit."""
+    unsure = [label(s) for s in guided.unproven or ()]
+    said = f", and its audit's {' and '.join(unsure)} {'were' if len(unsure) > 1 else 'was'} answered don't know" if unsure else ""
+    ways = ['"correct" about ' + ("one of those" if len(unsure) > 1 else "it" if unsure else "an earlier step its audit asks")]
+    if guided.root != guided.failure:  # the failure is wrong by definition: never asked
+        ways.insert(0, '"no, its own fault" ([o]) about the root')
+    return (f"not proven: no input of it was recorded, so a step before it may have fed it unrecorded{said}; "
+            f"it would be proven by {' or by '.join(ways)}")
 
 
 def render_guided(guided: Guided, run: Run, console: Any) -> None:
@@ -328,7 +360,10 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     if guided.certain and own and own[-1].admissible:
         head.append("  (certain: answered wrong for the inputs it was given, and those were right)")
     elif guided.certain:
-        head.append("  (certain: its output is wrong and every input it consumed is correct)")
+        # Its output is wrong because the run failed there (a detector's finding, no one's answer) or on an
+        # answer; its inputs are right on the answers listed below, or it has none recorded (`_inputs_said`).
+        wrong = "the run failed at this step" if guided.root == guided.failure else "its output is wrong"
+        head.append(f"  (certain: {wrong}, and {_inputs_said(guided, steps.get(guided.root))})")
     elif kids := guided.misled:
         # Never certain (`Verdicts.misled`): the child's input is proven wrong, not that the container wrote it.
         was = "were" if len(kids) > 1 else "was"
@@ -339,12 +374,17 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
         p = dict(guided.candidates).get(guided.root)
         head.append(f"  (likeliest so far{f', p={p:.2f}' if p is not None else ''}; not proven by the answers)")
     console.print(head, overflow="fold")
+    if guided.unproven is not None:
+        console.print(Text(f"  {_unproven(guided, label)}", style="yellow"), overflow="fold")
     proof = proving(guided, run)
     if proof:
         title = "the answers that prove it:" if guided.certain else "the answers so far about it and its inputs:"
         console.print(Text(f"  {title}", style="cyan"))
         for a in proof:
-            console.print(Text(f"    {answer_word(a):<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
+            why = f" ({visible(a.reason)})" if a.reason and a.reason.startswith("implied") else ""
+            if a.asked == f"audit:{guided.root}":
+                why = " (an earlier step that may have fed it unrecorded: its audit)"
+            console.print(Text(f"    {answer_word(a):<10} {label(a.step_id)}  by {visible(a.by)}{why}"), overflow="fold")
     if guided.path:
         console.print(Text("  path to the failure: " + " → ".join(label(s) for s in guided.path)), overflow="fold")
     if not guided.certain and len(guided.candidates) > 1:

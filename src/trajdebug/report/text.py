@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trajdebug.core.escape import markup, one_line, visible
-from trajdebug.core.model import CONTAINER_KINDS, Answer, Dependency, Run, Step
+from trajdebug.core.model import ASKED_GROUP, CONTAINER_KINDS, Answer, Dependency, Run, Step
 from trajdebug.core.schema import lost_records
 
 
@@ -266,7 +266,10 @@ ANSWER_WORD: dict[bool | None, str] = {True: "correct", False: "wrong", None: "d
 
 
 def answer_word(a: Answer) -> str:
-    """How an answer reads: `ANSWER_WORD`, a wrong one saying whether what the step was given was right."""
+    """How an answer reads: `ANSWER_WORD`, a wrong one saying whether what the step was given was right; the
+    record of a group's question (`ASKED_GROUP`) as what it said of the group."""
+    if a.asked == ASKED_GROUP:
+        return "not all"
     if a.correct is False and a.admissible is not None:
         return "wrong (its own fault)" if a.admissible else "wrong (given a wrong input)"
     return ANSWER_WORD[a.correct]

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.core.model import (
+    ASKED_GROUP,
     DEP_KINDS,
     DEP_ORIGINS,
     OUTCOMES,
@@ -294,10 +295,14 @@ _ANSWER_WORDS: dict[str, bool | None] = {"true": True, "yes": True, "false": Fal
 
 def latest_answers(answers: Iterable[Answer]) -> tuple[Answer, ...]:
     """One answer per (step, answerer): the one given last wins (a later record, or on a tie of
-    order the later ``at_ns``), oldest first; an answer the latest record withdrew is left out."""
-    best: dict[tuple[str, str | None, str], tuple[int, Answer]] = {}
+    order the later ``at_ns``), oldest first; an answer the latest record withdrew is left out.
+
+    The record of a group's question (`trajdebug.core.model.ASKED_GROUP`) judges no step: it is kept apart
+    from the answers about the step that led the group (the person's answer about it, asked next, replaces
+    no record of the question before it)."""
+    best: dict[tuple[str, str | None, str, bool], tuple[int, Answer]] = {}
     for i, a in enumerate(answers):
-        key = (a.step_id, a.run_id, a.by)
+        key = (a.step_id, a.run_id, a.by, a.asked == ASKED_GROUP)
         cur = best.get(key)
         if cur is None or not (a.at_ns and cur[1].at_ns) or a.at_ns >= cur[1].at_ns:
             best[key] = (i, a)

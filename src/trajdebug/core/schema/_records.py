@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core.model import (
+    ASKED_GROUP,
     STEP_KINDS,
     Answer,
     Dependency,
@@ -317,7 +318,9 @@ def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
         **({"withdrawn": True} if a.withdrawn else {}),
         # Written only when said, so a two-valued answer's record is what it always was.
         **({"admissible": a.admissible} if a.admissible is not None and a.correct is False else {}),
-        **({"asked": a.asked} if a.asked is not None and not a.withdrawn else {}),
+        # A withdrawal names what it withdraws: a group's question keeps its ``asked`` (`latest_answers` keeps
+        # it apart from the answer about its step).
+        **({"asked": a.asked} if a.asked is not None and (not a.withdrawn or a.asked == ASKED_GROUP) else {}),
     }
 
 

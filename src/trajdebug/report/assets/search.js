@@ -261,18 +261,45 @@ function guidedEngine(A) {
   // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on a person's
   // erroneous answer, which vouched for every input the step was given, recorded or not.
   function audit(focus) {
-    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.byPerson(focus)) return null;
+    const pick = auditPick(focus);
+    if (pick !== null) auditedFor.set(pick, focus);
+    return pick === null ? null : A.ids[pick];
+  }
+  // GuidedSearch._audits: the steps answered in an audit of the proof of `focus` (the budget is per proof).
+  const auditsOf = (focus) => [...auditedFor].filter(([k, f]) => f === focus && answered[k]).map(([k]) => k);
+  // The step an audit of `focus` would ask, asking nothing (the budget counts the audits of this proof
+  // answered, as GuidedSearch._audits does): result() reads it to tell a proof still to be tested.
+  function auditPick(focus) {
+    if (auditsOf(focus).length >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.byPerson(focus)) return null;
+    return auditPool(focus);
+  }
+  // GuidedSearch._feeders: the earlier leaves no recorded path joins to `focus` (they may have fed it unrecorded).
+  function feeders(focus) {
     const anc = new Set([focus]);
     const todo = [focus];
     while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
+    const out = [];
+    for (let i = 0; i < focus; i++) if (!anc.has(i) && A.auditable[i] && A.start[i] <= A.start[focus]) out.push(i);
+    return out;
+  }
+  // GuidedSearch._audit_pool: the likeliest of those not answered.
+  function auditPool(focus) {
     let pick = null;
-    for (let i = 0; i < focus; i++) {
-      if (anc.has(i) || answered[i] || !A.auditable[i] || A.start[i] > A.start[focus]) continue;
+    for (const i of feeders(focus)) {
+      if (answered[i]) continue;
       if (pick === null || A.prior[i] > A.prior[pick] || (A.prior[i] === A.prior[pick] && i > pick)) pick = i;
     }
-    if (pick === null) return null;
-    auditedFor.set(pick, focus);
-    return A.ids[pick];
+    return pick;
+  }
+  // GuidedSearch._backed: answers, not the lack of them, prove the root: no audit of it is left to ask, and a
+  // step with no recorded input stands erroneous on a person's word, an audit of it was answered right (a
+  // "don't know" clears nothing), or every earlier leaf that may have fed it stands correct.
+  function backed(focus) {
+    if (auditPick(focus) !== null) return false;
+    if (parents[focus].length || V.byPerson(focus)) return true;
+    if (auditsOf(focus).some((k) => V.verdict(k) === true)) return true;
+    // Nothing earlier fed it only when every earlier leaf stands correct (one unasked, unknown or wrong may have).
+    return feeders(focus).every((i) => V.verdict(i) === true);
   }
   // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
   // (itself, then its open inputs, the likeliest wrong first).
@@ -332,7 +359,7 @@ function guidedEngine(A) {
       return { root: null, certain: false, conflict: sides, path: [], candidates: [], implied };
     }
     const members = bitsOf(cand);
-    const certain = members.length === 1 && members[0] === focus && V.proven(focus);
+    const certain = members.length === 1 && members[0] === focus && V.proven(focus) && backed(focus);
     const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
