@@ -68,6 +68,8 @@ class _FieldStats:
     """Occurrences whose field held a day (a date, a timestamp's date)."""
     days_grounded: int = 0
     """... every day of which the step was given (a lookup for a date answering for that date)."""
+    dated: int = 0
+    """Occurrences whose every given date was given in its year too, not by month and day only (`_years_given`)."""
     sources_seen: int = 0
     """Occurrences whose values were found in a part of the step's input (`field_sources`)."""
     source_counts: dict[str, int] = field(default_factory=dict)
@@ -236,6 +238,8 @@ class _FieldObs:
     """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
     units: tuple[str, ...] = ()
     """The unit word written after each of `numbers`, lower case ("" for none), in the same order."""
+    dated: bool = True
+    """Every date among its values that the step was given, it was given in that year (`_years_given`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +288,20 @@ def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
     timestamp's time of day is rarely given (a reading taken at 05:50), its date is (the day asked for)."""
     days = [a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
     return all(operands.given(a) for a in days) if days else None
+
+
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")  # a year written in a date (1800 to 2199)
+
+
+def _years_given(atoms: Sequence[Any], operands: StepView) -> bool:
+    """Whether every date of a field given by month and day (`date_keys`) was given in that year too (or with
+    none, or as written): a warranty's end, 2026-08-01, is no value its purchase's 2024-08-01 gave."""
+    for a in atoms:
+        year = _YEAR.findall(a.raw)[:1] if a.kind == "date" and a.key.startswith(DAY_PREFIX) else []
+        settled = not year or not operands.given(a) or a.raw.casefold() in operands.in_text
+        if not settled and not any(i.kind == "date" and i.key == a.key and _YEAR.findall(i.raw)[:1] in ([], year) for i in operands.inputs):
+            return False
+    return True
 
 
 PARTS_CAP = 12
@@ -349,6 +367,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 _days_given(atoms, operands),
                 field_sources(parts, atoms),
                 tuple(unit_word(a) for a in head if a.kind == "number" and a.number is not None),
+                _years_given(atoms, operands),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -409,6 +428,7 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
             fs.sources_seen += 1
             for part in fo.sources:
                 fs.source_counts[part] = fs.source_counts.get(part, 0) + 1
+        fs.dated += int(fo.dated)
         if fo.days is not None:
             fs.days_seen += 1
             fs.days_grounded += int(fo.days)
