@@ -273,3 +273,15 @@ def test_a_parser_that_rewrote_dates_converted_them_and_one_read_either_way_is_s
     assert not parse("25/04/2025", "29/04/2025", {"pickup": "2025-04-25", "dropoff": "2025-04-29", "days": 4})
     lost = [e.reason for e in parse("03/04/2025", "07/04/2025", {"pickup": "2025-03-04", "days": 122})]
     assert any(r.startswith("dropped 1 of the") and "'07/04/2025'" in r for r in lost)
+
+
+def test_a_date_rewritten_in_another_year_was_dropped_not_converted() -> None:
+    """A policy parser that took the start's year from the end date (2024-06-15 written as 2025-06-15) dropped
+    the start (review of issue 23): dates match by month and day only when the years agree, and nothing
+    says it "kept every value of its input"."""
+    failed = (Failure("x", "step-error", "policy 2025-06-15 to 2025-06-15 covers 0 days, below the minimum", "x"),)
+    step = Step("p", "parse_policy", "parse", input={"from": "2024-06-15", "to": "2025-06-15"},
+                output={"start": "2025-06-15", "end": "2025-06-15"})
+    found = list(_parser_verdict(step, failures=failed))
+    assert any(e.reason.startswith("dropped 1 of the 2 values") and "'2024-06-15'" in e.reason for e in found)
+    assert not any(e.reason == "kept every value of its input" for e in found)

@@ -219,3 +219,11 @@ def test_a_number_a_word_of_comparison_follows_is_the_value_the_check_rejected()
     assert checked_values("order total 4500.50 exceeds the limit of 2500") == {4500.5}
     assert checked_values("quote covers 40 portions of lemon tart for 45 guests") == set()
     assert checked_values("batch 7 failed; above all, check the kiln") == set()
+
+
+def test_a_number_compared_with_another_quantity_is_no_value_the_check_rejected() -> None:
+    """ "45 guests exceed the 40 portions planned" compares two of the run's quantities (review of issue 23): the
+    45 guests may be what the run should have planned for, so neither is a value the check rejected; a limit
+    named as such later in the clause ("above the 30-day maximum") still says which one was rejected."""
+    assert checked_values("45 guests exceed the 40 portions planned") == set()
+    assert checked_values("the order of 45 guests is above the maximum of 40 for one kitchen") == {45.0}

@@ -203,7 +203,8 @@ def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str]
             + (", which the failure names" if missed else ""),
             "parse-dropped",
         )
-    elif values and not either:
+    elif values and not either and all(_YEAR.findall(str(v))[:1] == _YEAR.findall(o)[:1] for v, o in converted):
+        # (A date matched by month and day alone, one side naming no year, was not shown kept.)
         yield Evidence(sid, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
 
@@ -222,11 +223,13 @@ def _either_way(raw: str) -> bool:
 
 def _converted(lost: list[Any], out: Any) -> list[tuple[Any, str]]:
     """The ``lost`` values that are a date the output holds written otherwise (``03/04/2025`` as
-    ``2025-03-04``: the same day by `trajdebug.core.values` keys), each with its form in the output."""
-    written: dict[str, str] = {}
+    ``2025-03-04``: the same day by `trajdebug.core.values` keys, in the same year when both name one), each
+    with its form in the output.  Keys name no year: a start of 2024-06-15 is not the 2025-06-15 written for
+    it (a year taken from the end date), which dropped it."""
+    written: dict[str, list[str]] = {}
     for a in atoms(out):
         if a.kind == "date":
-            written.setdefault(a.key, a.raw)
+            written.setdefault(a.key, []).append(a.raw)
     found = []
     for v in lost:
         mine = atoms(v) if isinstance(v, str) else []
@@ -234,10 +237,16 @@ def _converted(lost: list[Any], out: Any) -> list[tuple[Any, str]]:
             # (A date of two numbers is keyed month first; written day first, "25/04/2025", it is read both ways.)
             m = _TWO_NUMBERS.fullmatch(v)
             keys = [mine[0].key] + ([f"d:{int(m.group(3)):02d}-{int(m.group(1)):02d}"] if m else [])
-            key = next((k for k in keys if k in written), None)
-            if key is not None:
-                found.append((v, written[key]))
+            year = _YEAR.findall(v)[:1]
+            same = (o for k in keys for o in written.get(k, ()) if _YEAR.findall(o)[:1] in ([], year) or not year)
+            o = next(same, None)
+            if o is not None:
+                found.append((v, o))
     return found
+
+
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")
+"""A year written in a date (1800 to 2199)."""
 
 
 _FIELD_SEPARATOR = re.compile(r"\s*[;|\t]\s*")

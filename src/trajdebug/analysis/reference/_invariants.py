@@ -233,7 +233,13 @@ def _ungrounded(step: Step, f: str, fs: _FieldStats, bad: Any) -> Evidence:
     by_day = fs.n - fs.dated
     if by_day > 0:
         weight = round(weight * (1 - (1 - MONTH_DAY) * by_day / fs.n), 3)
-        said += f" (in {by_day} of them only by month and day, not by year)"
+        # (When none was given whole, "always was" would claim what no occurrence showed: say what they did.)
+        said = (
+            f"{said} (in {by_day} of them only by month and day, not by year)"
+            if by_day < fs.n
+            else f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} had "
+            "the month and day of a date it was given, never its year"
+        )
     return Evidence(step.step_id, weight, said, "reference:grounded")
 
 
@@ -308,9 +314,12 @@ def _field_checks(
                 "reference:kept",
             )
     # A number written as either reading ("1.250": one and a quarter, or 1250 with a dot between thousands)
-    # is no outlier when the other reading is what passing runs had: which one the writer meant is not known.
+    # is no outlier when the other reading is what passing runs had and something says the writer may have
+    # meant it (`_read_otherwise`): which one was meant is then not known.
     nums = [
-        a.number for a in atoms if a.kind == "number" and a.number is not None and not _read_otherwise(a, fs)
+        a.number
+        for a in atoms
+        if a.kind == "number" and a.number is not None and not _read_otherwise(a, fs, view)
     ]
     # A negative reading among positive ones is odd in one run, ordinary when passing runs had such too:
     # the passing runs know the field's range better than the step's other calls in this run.
@@ -345,16 +354,27 @@ _GROUPED = re.compile(r"\s*([1-9]\d{0,2})[.,](\d{3})(?![\d.,])")
 one locale, a thousands separator in another ("0.160" is no thousands: no group starts with a zero)."""
 
 
-def _read_otherwise(a: Any, fs: _FieldStats) -> bool:
+def _read_otherwise(a: Any, fs: _FieldStats, view: StepView) -> bool:
     """Whether a number written either way (`_GROUPED`) reads, the other way, as a number in the field's
-    passing range: its reading here is a guess, and so is any claim that it is out of range."""
+    passing range, and the other reading has support: the step wrote it as it was given it (a copy of the
+    user's "1.250", whose reading is the writer's, upstream), or the field's passing values were written in
+    the other convention ("2,4" with a decimal comma).  A code step printing 1250 as "1,250" where passing
+    runs wrote "2.4" made a thousands value: that it also reads as 1.25 is a coincidence of the separator."""
     m = _GROUPED.match(str(a.raw))
     if m is None:
         return False
     whole, tail = m.groups()
     readings = {float(f"{whole}.{tail}"), float(whole + tail)}
     others = [x for x in readings if abs(x - a.number) > 1e-9]
-    return bool(others) and _in_range(others[0], fs)
+    if not others or not _in_range(others[0], fs):
+        return False
+    raw = str(a.raw).strip().casefold()
+    copied = re.search(rf"(?<![\d.,]){re.escape(raw)}(?![\d]|[.,]\d)", view.in_text) is not None
+    sep = str(a.raw).strip()[len(whole)]
+    # The other convention shows in a passing value only where its separator cannot be the reading here
+    # used: a decimal mark before other than three digits, a thousands mark twice or before the decimal one.
+    shown = f"{sep}decimal" if others[0] < a.number else f"{sep}thousands"
+    return copied or shown in fs.marks
 
 
 def _in_range(x: float, fs: _FieldStats) -> bool:

@@ -17,6 +17,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.chat import tool_names
+from trajdebug.core.mentions import separator_marks
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -77,6 +78,7 @@ class _FieldStats:
     numbers: list[float] = field(default_factory=list)
     units: list[str] = field(default_factory=list)
     """The unit word of each of `numbers` (`unit_word`), in the same order."""
+    marks: set[str] = field(default_factory=set)  # (`_FieldObs.marks` of all its passing occurrences)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
     formulas: dict[str, int] = field(default_factory=dict)
@@ -240,6 +242,8 @@ class _FieldObs:
     """The unit word written after each of `numbers`, lower case ("" for none), in the same order."""
     dated: bool = True
     """Every date among its values that the step was given, it was given in that year (`_years_given`)."""
+    marks: frozenset[str] = frozenset()
+    """The uses of "." and "," its numbers' writings show beyond doubt (`separator_marks`: "2,4")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +372,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 field_sources(parts, atoms),
                 tuple(unit_word(a) for a in head if a.kind == "number" and a.number is not None),
                 _years_given(atoms, operands),
+                frozenset().union(*(separator_marks(a.raw) for a in head if a.kind == "number")),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -442,6 +447,7 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
             fs.fits[shape] = fs.fits.get(shape, 0) + 1
         fs.numbers.extend(fo.numbers)
         fs.units.extend(fo.units)
+        fs.marks |= fo.marks
         for key, raw in fo.values:
             if len(fs.values) < VALUES_CAP:
                 fs.values[key] = fs.values.get(key, 0) + 1
@@ -483,13 +489,9 @@ def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
 
 
 def _is_empty(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return value.strip() in ("", "[]", "{}", "null")
-    if isinstance(value, (list, tuple, Mapping)):
-        return len(value) == 0
-    return False
+    if value is None or isinstance(value, str):
+        return value is None or value.strip() in ("", "[]", "{}", "null")
+    return isinstance(value, (list, tuple, Mapping)) and len(value) == 0
 
 
 def returns_empty(profile: Profile, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
@@ -543,19 +545,14 @@ def _canon(value: Any) -> str:
 
 def _size_ratio(s: Step) -> float | None:
     a, b = _count(semantic(s, s.input)), _count(semantic(s, s.output))
-    if a is None or b is None or a == 0:
-        return None
-    return b / a
+    return None if a is None or b is None or a == 0 else b / a
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, list):
-        return len(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping):  # (a mapping holding one list counts as that list)
         lists = [v for v in value.values() if isinstance(v, list)]
-        if len(lists) == 1:
-            return len(lists[0])
-    return None
+        value = lists[0] if len(lists) == 1 else None
+    return len(value) if isinstance(value, list) else None
 
 
 def producers_of(profile: Profile, key: str) -> list[StepKey]:

@@ -17,6 +17,7 @@ products and sums land on many a number).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -135,7 +136,12 @@ def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldS
 
 ROUNDING = 0.005
 """How far (relative to their mean) ratios may part and still be one factor written at the precision of its
-outputs (an amount rounded to the cent); up to `FACTOR_SPREAD` they are a factor that varied."""
+outputs (an amount rounded to the cent), at least; outputs written coarser allow more (`_rounding`); up to
+`FACTOR_SPREAD` they are a factor that varied."""
+
+FAR = 10.0
+"""How many widths of the passing ratios' range a failing ratio must lie beyond it for their variation not
+to matter: a rate of 1.8 against passing 1.073 to 1.086 breaks the factor however it moved."""
 
 FACTOR_SPREAD = 0.02
 """How far (relative to their mean) ratios may part and still be read as about one factor."""
@@ -145,10 +151,12 @@ VARIED = 0.5
 (a price per day over 6100/9 and 5917/9) is a weaker rule than one that held."""
 
 
-def _usual(ratios: Sequence[float]) -> tuple[float, str, float] | None:
-    """The factor ``ratios`` keep: (their mean, the words for what they were, the share of a finding kept);
-    None when they part by more than `FACTOR_SPREAD` (no factor) or their mean is 0.  "always 0.92" only
-    when every ratio reads so at four digits; else the range they spanned."""
+def _usual(ratios: Sequence[float], now: float, outputs: Sequence[float]) -> tuple[float, str, float] | None:
+    """The factor ``ratios`` keep: (their mean, the words for what they were, the share of a finding on the
+    ratio ``now`` kept); None when they part by more than `FACTOR_SPREAD` (no factor) or their mean is 0.
+    "always 0.92" only when every ratio reads so at four digits; else the range they spanned.  They weigh
+    half (`VARIED`) when they parted by more than the rounding of the ``outputs`` they were read from, and
+    ``now`` lies within `FAR` widths of their range."""
     mean = sum(ratios) / len(ratios)
     if mean == 0:
         return None
@@ -158,7 +166,20 @@ def _usual(ratios: Sequence[float]) -> tuple[float, str, float] | None:
     lo, hi = f"{min(ratios):.4g}", f"{max(ratios):.4g}"
     if lo == hi:
         return mean, f"always {lo}", 1.0
-    return mean, f"{lo} to {hi}", 1.0 if spread <= ROUNDING else VARIED
+    width = max(ratios) - min(ratios)
+    far = max(min(ratios) - now, now - max(ratios)) > FAR * width
+    return mean, f"{lo} to {hi}", 1.0 if far or spread <= _rounding(outputs) else VARIED
+
+
+def _rounding(outputs: Sequence[float]) -> float:
+    """How far (relative) ratios read from ``outputs`` part by rounding alone: an output written to a unit
+    ``u`` (a whole dollar, a cent, as the most precise of them shows) is off by up to ``u/2``, so two ratios
+    by up to ``u`` over the smallest output (whole dollars of 42 to 68: 2.4 %); never less than `ROUNDING`."""
+    nums = [abs(y) for y in outputs if y and math.isfinite(y)]
+    if not nums:
+        return ROUNDING
+    places = max(len(f"{y:.6f}".rstrip("0").partition(".")[2]) for y in nums)
+    return max(ROUNDING, 10.0**-places / min(nums))
 
 
 def ratio_checks(
@@ -171,10 +192,10 @@ def ratio_checks(
         o, i = outs.get(fo), ins.get(fi)
         if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
             continue
-        usual = _usual(ratios)
+        fs = st.fields.get(fo)
+        usual = _usual(ratios, o[0].number / i[0].number, fs.numbers if fs is not None else ())
         if usual is None:
             continue  # not a constant factor
-        fs = st.fields.get(fo)
         if fs is not None and len(set(fs.numbers)) <= 1:
             # The output never changed: a constant factor of two constants says only that each was
             # constant (a count of 2 over a threshold of 7.5 on every passing input), no relation.
@@ -206,7 +227,8 @@ def setting_ratio_checks(
         if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
             continue
         ratios = [r for r, _ in seen]
-        usual = _usual(ratios)
+        fs = st.fields.get(fo)
+        usual = _usual(ratios, o[0].number / i[0].number, fs.numbers if fs is not None else ())
         if usual is None:
             continue  # not a constant factor for this setting
         mean, was, kept = usual
