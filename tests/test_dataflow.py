@@ -255,3 +255,33 @@ def test_a_line_sharing_only_a_common_column_with_the_kept_lines_was_dropped() -
                   output={"club": "bells", "status": {"Ole Berg": "active", "Ida Lunde": "active"}})
     failed = (Failure("x", "step-error", "ringer 'Siv Dahl' has no tower", "x"),)
     assert any(e.suspicion > 0 and "Siv Dahl" in e.reason for e in _parser_verdict(parser, failures=failed))
+
+
+def test_a_parser_that_rewrote_dates_converted_them_and_one_read_either_way_is_said_so() -> None:
+    """A date parser that rewrote '03/04/2025' as '2025-03-04' dropped nothing (issue 23, nu22's car rental):
+    it converted the date, and since the date reads either way round and the failure names the reading it
+    chose, the finding says that, weaker than a value dropped; an unambiguous date rewritten is no finding."""
+    failed = (Failure("x", "step-error", "rental 2025-03-04 to 2025-07-04 is 122 days, above the maximum", "x"),)
+
+    def parse(pickup: str, dropoff: str, out: dict[str, Any]) -> list[Evidence]:
+        step = Step("p", "parse_dates", "parse", input={"pickup": pickup, "dropoff": dropoff}, output=out)
+        return [e for e in _parser_verdict(step, failures=failed) if e.suspicion > 0]
+
+    [e] = parse("03/04/2025", "07/04/2025", {"pickup": "2025-03-04", "dropoff": "2025-07-04", "days": 122})
+    assert e.reason.startswith("read '03/04/2025', a date whose day and month may be either way round, as '2025-03-04'")
+    assert "dropped" not in e.reason and e.suspicion < 0.6
+    assert not parse("25/04/2025", "29/04/2025", {"pickup": "2025-04-25", "dropoff": "2025-04-29", "days": 4})
+    lost = [e.reason for e in parse("03/04/2025", "07/04/2025", {"pickup": "2025-03-04", "days": 122})]
+    assert any(r.startswith("dropped 1 of the") and "'07/04/2025'" in r for r in lost)
+
+
+def test_a_date_rewritten_in_another_year_was_dropped_not_converted() -> None:
+    """A policy parser that took the start's year from the end date (2024-06-15 written as 2025-06-15) dropped
+    the start (review of issue 23): dates match by month and day only when the years agree, and nothing
+    says it "kept every value of its input"."""
+    failed = (Failure("x", "step-error", "policy 2025-06-15 to 2025-06-15 covers 0 days, below the minimum", "x"),)
+    step = Step("p", "parse_policy", "parse", input={"from": "2024-06-15", "to": "2025-06-15"},
+                output={"start": "2025-06-15", "end": "2025-06-15"})
+    found = list(_parser_verdict(step, failures=failed))
+    assert any(e.reason.startswith("dropped 1 of the 2 values") and "'2024-06-15'" in e.reason for e in found)
+    assert not any(e.reason == "kept every value of its input" for e in found)

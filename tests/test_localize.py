@@ -1849,6 +1849,34 @@ class TestRanking:
         [d] = [c for c in loc.candidates if c.step_id == "d"]
         assert not d.root and any("further up" in r for r in d.reasons)
 
+    def test_a_root_is_not_handed_up_along_an_edge_inferred_into_a_part_the_recorder_traced(self) -> None:
+        """A relay whose input part ``alert`` the recorder traced to the request is not also fed by the plan
+        through an edge inferred into ``alert.region`` (issue 23, nu22: a quiche's scaling, handed its recipe
+        by its own lookup, said to be explained by the lemon tart's): no path "further up" runs through it;
+        the same guess into a part nothing recorded still is one."""
+
+        def chain(key: str) -> Any:
+            run = Run(
+                "r",
+                "t",
+                outcome="failure",
+                steps=(
+                    Step("u", "ask", "input", output={"alert": {"region": "ap-south"}}, start_ns=1, end_ns=2),
+                    Step("p", "plan", "llm", input={"alert": {"region": "ap-south"}}, output={"region": "eu-west"},
+                         deps=(D("u"),), start_ns=3, end_ns=4),
+                    Step("t", "check_health", "tool", input={"alert": {"region": "eu-west"}},
+                         output={"status": "healthy"}, start_ns=5, end_ns=6,
+                         deps=(D("u", origin="tracked", key="alert"),
+                               D("p", origin="inferred", confidence=0.9, key=key))),
+                    _llm("d", "cause none, 44 minutes", D("t"), start=7),
+                    _fail("f", D("d"), start=9),
+                ),
+            )
+            return next(c for c in localize(run).candidates if c.step_id == "d")
+
+        assert not any("further up" in r for r in chain("alert.region").reasons)
+        assert any("further up" in r for r in chain("region").reasons)
+
     def test_inferred_edge_is_reported_with_its_confidence(self) -> None:
         """A candidate whose path hangs on an inferred edge says so, with the edge's confidence."""
         run = Run(

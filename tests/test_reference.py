@@ -327,6 +327,7 @@ _field_obs = st.builds(
     st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
     st.none() | st.booleans(),
     st.none() | st.frozensets(st.sampled_from(["messages", "request", "record"]), min_size=1),
+    dated=st.booleans(),
 )
 _obs = st.builds(
     _Obs,
@@ -1426,3 +1427,126 @@ def test_runs_whose_first_inputs_hold_an_int_key_beside_a_str_key_are_paired_wit
 
     assert same_request(run("a", "B-2"), run("b", "B-2"))
     assert not same_request(run("a", "B-2"), run("c", "B-3"))
+
+
+class TestClaimsSayWhatWasMeasured:
+    """Issue 23 (a new user's trial, nu22): a reference finding states only what the passing runs showed."""
+
+    @staticmethod
+    def _found(bad: Run, refs: list[Run], signal: str, sid: str = "s") -> list[Evidence]:
+        step = next(s for s in bad.steps if s.step_id == sid)
+        return [e for e in violations(step, Lineage(bad).view(sid), learn(refs)) if e.diagnoser == signal]
+
+    def test_a_ratio_that_varied_is_said_as_its_range_and_weighs_less_than_one_that_held(self) -> None:
+        """Passing converters at 0.90 to 0.92 EUR per USD were never "always 0.9113" (their mean): a rate of
+        0.85 is reported against the range they spanned, at half the weight of a rate that held at 0.92."""
+        bad = _converter_run("bad", 400.0, 0.85, fail=True)
+        held = [_converter_run(f"ok{i}", a, 0.92) for i, a in enumerate((100.0, 250.0, 80.0, 40.0, 310.0))]
+        varied = [_converter_run(f"ok{i}", a, r) for i, (a, r) in
+                  enumerate(((100.0, 0.90), (250.0, 0.91), (80.0, 0.92), (40.0, 0.915), (310.0, 0.905)))]
+        [always] = self._found(bad, held, "reference:ratio", "c")
+        [ranged] = self._found(bad, varied, "reference:ratio", "c")
+        assert always.reason.endswith("it was always 0.92")
+        assert ranged.reason.endswith("it was 0.9 to 0.92") and "always" not in ranged.reason
+        assert ranged.suspicion == pytest.approx(always.suspicion / 2, abs=1e-3)
+
+    def test_ratios_parting_by_whole_unit_rounding_or_far_from_the_rate_keep_the_whole_finding(self) -> None:
+        """Conversions rounded to whole dollars (1.08: ratios 1.073 to 1.086, review of issue 23) part by their
+        rounding, not by a varying rate: a rate of 1.8 keeps the weight of a rate that held; so does 1.8 against
+        cent-precision rates of 0.90 to 0.92, too far outside their range for their variation to matter."""
+        def fx(rid: str, eur: int, usd: float) -> Run:
+            step = Step("c", "convert", "other", input={"amount_eur": eur}, output={"amount_usd": usd},
+                        start_ns=1, end_ns=2)
+            return Run(rid, "fx", outcome="success", steps=(step,))
+
+        amounts = (41, 58, 63, 39, 52)
+        whole = [fx(f"ok{i}", a, round(a * 1.08)) for i, a in enumerate(amounts)]
+        exact = [fx(f"ok{i}", a, round(a * 1.08, 6)) for i, a in enumerate(amounts)]
+        [rounded] = self._found(fx("bad", 47, 85), whole, "reference:ratio", "c")
+        [held] = self._found(fx("bad", 47, 85), exact, "reference:ratio", "c")
+        assert rounded.reason.endswith("it was 1.073 to 1.086")
+        assert rounded.suspicion == pytest.approx(held.suspicion, abs=1e-3)
+        bad = _converter_run("bad", 400.0, 1.5, fail=True)
+        varied = [_converter_run(f"ok{i}", a, r) for i, (a, r) in
+                  enumerate(((100.0, 0.90), (250.0, 0.91), (80.0, 0.92), (40.0, 0.915), (310.0, 0.905)))]
+        held_rate = [_converter_run(f"ok{i}", a, 0.92) for i, a in enumerate((100.0, 250.0, 80.0, 40.0, 310.0))]
+        [far] = self._found(bad, varied, "reference:ratio", "c")
+        [always] = self._found(bad, held_rate, "reference:ratio", "c")
+        assert far.suspicion == pytest.approx(always.suspicion, abs=1e-3)
+
+    def test_a_number_that_reads_two_ways_is_no_outlier_when_the_other_reading_is_usual(self) -> None:
+        """A model that wrote the budget "1.250" as the user did (1250 with a dot between thousands) is not
+        "1000x outside" passing budgets of 900 to 1400: only the step that read it as 1.25 is; "0.125" reads
+        one way only."""
+        def extract(rid: str, written: object) -> Run:
+            step = Step("s", "extract", "tool", input={"text": f"flats up to {written} a month"},
+                        output={"max_rent": written}, start_ns=1, end_ns=2)
+            return Run(rid, "flats", outcome="success", steps=(step,))
+
+        refs = [extract(f"p{i}", str(v)) for i, v in enumerate((900, 1000, 1100, 1400))]
+        assert not self._found(extract("b", "1.250"), refs, "reference:magnitude")
+        assert self._found(extract("b", "0.125"), refs, "reference:magnitude")  # (no thousands start with 0)
+        [e] = self._found(extract("b", 1.25), refs, "reference:magnitude")
+        assert e.reason.startswith("max_rent=1.25 is about 1000x outside")
+
+    def test_a_thousands_value_a_step_wrote_itself_stays_an_outlier_unless_passing_runs_wrote_decimal_commas(
+        self,
+    ) -> None:
+        """A unit step that forgot to divide grams by 1000 and printed 1250 as "1,250" (review of issue 23)
+        made a 1000x error: that "1,250" also reads 1.25 excuses it only when passing runs wrote the field
+        with a decimal comma ("2,4"), not when they wrote "2.4"."""
+        def to_kg(rid: str, grams: float, written: str) -> Run:
+            step = Step("s", "to_kg", "other", input={"weight": grams, "unit": "grams"},
+                        output={"weight_kg": written}, start_ns=1, end_ns=2)
+            return Run(rid, "parcels", outcome="success", steps=(step,))
+
+        dotted = [to_kg(f"p{i}", g, w) for i, (g, w) in enumerate(((2400, "2.4"), (900, "0.9"), (3100, "3.1"), (1800, "1.8")))]
+        commas = [to_kg(f"p{i}", g, w) for i, (g, w) in enumerate(((2400, "2,4"), (900, "0,9"), (3100, "3,1"), (1800, "1,8")))]
+        [e] = self._found(to_kg("b", 1250, "1,250"), dotted, "reference:magnitude")
+        assert e.reason.startswith("weight_kg=1250 is about 1000x outside")
+        assert not self._found(to_kg("b", 1250, "1,250"), commas, "reference:magnitude")
+
+    def test_a_date_given_only_by_month_and_day_is_said_so_and_weighs_less(self) -> None:
+        """A warranty check whose passing ends fell two years after the purchase (2026-08-01 for 2024-08-01)
+        was never given them: the finding on an end of 2024-04-10 says they matched by month and day only, and
+        weighs less than when the step was given the very date (an end copied from the record); when some were
+        given whole, it says how many were not."""
+        def check(rid: str, bought: str, end: str, record: str | None = None) -> Run:
+            inp = {"purchased": bought, "months": 24} | ({"ends": record} if record else {})
+            step = Step("s", "check_warranty", "tool", input=inp, output={"expires": end}, start_ns=1, end_ns=2)
+            return Run(rid, "repairs", outcome="success", steps=(step,))
+
+        days = (("2024-08-01", "2026-08-01"), ("2022-06-30", "2024-06-30"), ("2023-01-20", "2025-01-20"),
+                ("2024-10-05", "2026-10-05"))
+        by_day = [check(f"p{i}", b, e) for i, (b, e) in enumerate(days)]
+        copied = [check(f"p{i}", b, e, record=e) for i, (b, e) in enumerate(days)]
+        [loose] = self._found(check("b", "2024-02-10", "2024-04-10"), by_day, "reference:grounded")
+        [strict] = self._found(check("b", "2024-02-10", "2024-04-10", "2026-02-10"), copied, "reference:grounded")
+        assert loose.reason.endswith("expires had the month and day of a date it was given, never its year")
+        assert strict.reason.endswith("expires always was")
+        assert loose.suspicion < strict.suspicion
+        [mixed] = self._found(check("b", "2024-02-10", "2024-04-10", "2026-02-10"), by_day[:2] + copied[2:],
+                              "reference:grounded")
+        assert mixed.reason.endswith("expires always was (in 2 of them only by month and day, not by year)")
+
+    def test_a_formula_of_two_small_counts_fit_by_chance_is_not_named(self) -> None:
+        """40 portions = 8 servings x 5 lemons (or 45 guests - 5 lemons) is a coincidence (5 is also the number
+        of batches): passing portions copied the guests, so the finding says 40 is not that, without naming a
+        formula of small counts; a sum of a rate and a deposit explains the number and is named."""
+        def scale(rid: str, guests: int, servings: int, lemons: int, portions: int) -> Run:
+            step = Step("s", "scale", "other", input={"guests": guests, "base_servings": servings, "lemons": lemons},
+                        output={"portions": portions}, start_ns=1, end_ns=2)
+            return Run(rid, "catering", outcome="success", steps=(step,))
+
+        refs = [scale(f"p{i}", g, 8, 5, g) for i, g in enumerate((16, 24, 32, 48))]
+        [e] = self._found(scale("b", 45, 8, 5, 40), refs, "reference:formula")
+        assert e.reason == "portions=40 is not copy(guests), as 4 of 4 passing values were"
+
+        def bill(rid: str, nights: int, rate: float, total: float) -> Run:
+            step = Step("s", "bill", "other", input={"nights": nights, "rate": rate, "deposit": 50.0},
+                        output={"total": total}, start_ns=1, end_ns=2)
+            return Run(rid, "hotel", outcome="success", steps=(step,))
+
+        paid = [bill(f"p{i}", n, 89.5, n * 89.5) for i, n in enumerate((2, 3, 4, 6))]
+        [named] = self._found(bill("b", 3, 89.5, 139.5), paid, "reference:formula")
+        assert named.reason == "total=139.5 is run-sum(deposit,rate); 4 of 4 passing values were mul(nights,rate)"

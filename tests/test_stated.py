@@ -5,7 +5,14 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
-from trajdebug.analysis._stated import bound_word, is_label, is_piece, is_status, states_no_value
+from trajdebug.analysis._stated import (
+    bound_word,
+    checked_values,
+    is_label,
+    is_piece,
+    is_status,
+    states_no_value,
+)
 from trajdebug.core.mentions import Mention, mentions
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
@@ -203,3 +210,20 @@ def test_a_status_after_http_without_a_version_is_the_services_answer() -> None:
     from trajdebug.analysis.lexicon import ENGLISH
 
     assert status_codes('HTTP 409 {"error": "kiln K-4 has no firing slot"}', ENGLISH) == {"409"}
+
+
+def test_a_number_a_word_of_comparison_follows_is_the_value_the_check_rejected() -> None:
+    """ "Is 122 days, above the 30-day maximum" and "total 4500.50 exceeds the limit" hold 122 and 4500.50 against
+    a limit; the limit itself, and a number with no comparison in its clause, are no value it rejected."""
+    assert checked_values("rental 2025-03-04 to 2025-07-04 is 122 days, above the 30-day maximum") == {122.0}
+    assert checked_values("order total 4500.50 exceeds the limit of 2500") == {4500.5}
+    assert checked_values("quote covers 40 portions of lemon tart for 45 guests") == set()
+    assert checked_values("batch 7 failed; above all, check the kiln") == set()
+
+
+def test_a_number_compared_with_another_quantity_is_no_value_the_check_rejected() -> None:
+    """ "45 guests exceed the 40 portions planned" compares two of the run's quantities (review of issue 23): the
+    45 guests may be what the run should have planned for, so neither is a value the check rejected; a limit
+    named as such later in the clause ("above the 30-day maximum") still says which one was rejected."""
+    assert checked_values("45 guests exceed the 40 portions planned") == set()
+    assert checked_values("the order of 45 guests is above the maximum of 40 for one kitchen") == {45.0}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trajdebug.analysis._value_sources import _own_word
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage
@@ -104,3 +106,32 @@ def test_a_value_traced_from_the_failing_steps_field_is_named_as_its_origin_wrot
     reasons = [r for c in analyze(run, model=None).root_causes if c.step_id == "list" for r in c.reasons]
     assert "introduced 'Slipway North', which check_moves, where the run failed, was given" in reasons
     assert not any("blocked_berths=" in r for r in reasons)
+
+
+def _rental(message: str) -> list[tuple[str, float]]:
+    """The dropped findings of a car rental whose model, given the rental's 122 days, books by dates alone and
+    whose booking tool fails with ``message``: (reason, weight) of each."""
+    from trajdebug.analysis._localize import collect_evidence
+    from trajdebug.core.model import Dependency, ErrorInfo
+
+    conversation = [{"role": "user", "content": "car in Porto"}, {"role": "tool", "content": '{"days": 122}'},
+                    {"role": "tool", "content": '{"fleet": "compact"}'}, {"role": "tool", "content": "rates"}]
+    steps = (
+        Step("d", "parse_dates", "tool", input={"pickup": "2025-03-04"}, output={"pickup": "2025-03-04", "days": 122}),
+        Step("m", "model", "llm", input={"messages": conversation}, output={"pickup": "2025-03-04", "dropoff": "2025-07-04"},
+             deps=(Dependency("d", "data"),)),
+        Step("r", "reserve", "tool", input={"pickup": "2025-03-04", "dropoff": "2025-07-04"}, status="error",
+             error=ErrorInfo("ValueError", message), deps=(Dependency("m", "data"),)),
+    )
+    r = collect_evidence(Run("r1", "car-rental", steps=steps, outcome="failure"))
+    return [(e.reason, e.suspicion) for e in r.verdict("m").evidence if e.diagnoser == "lineage:dropped"]
+
+
+def test_a_number_the_failure_holds_against_a_limit_is_named_not_expected_and_its_loss_weighs_less() -> None:
+    """A model given the 122 days that the booking tool then rejects ("is 122 days, above the 30-day maximum")
+    did not lose a value the failure expects (issue 23, nu22): the finding says the failure names it, at half
+    the weight it has when the failure states the number without holding it against a limit."""
+    [(checked, w_checked)] = _rental("rental 2025-03-04 to 2025-07-04 is 122 days, above the 30-day maximum")
+    [(stated, w_stated)] = _rental("rental 2025-03-04 to 2025-07-04 needs 122 days of cover")
+    assert checked == "was given '122', which the failure at reserve names, and did not pass it on"
+    assert "expects" not in stated and w_checked == pytest.approx(w_stated / 2)

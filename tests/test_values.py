@@ -305,3 +305,15 @@ def test_a_code_of_six_or_more_capitals_before_digits_is_an_id() -> None:
     assert ("id", "HARVEST24") in found
     assert ("id", "KITEFEST2031") in found
     assert not any(a.kind == "id" and a.raw == "NOTICE" for a in atoms("see NOTICE"))
+
+
+def test_a_numbers_writing_shows_its_separators_use_only_where_one_reading_fits() -> None:
+    """ "2,4" shows a decimal comma and "1.250.000" a dot between thousands; "1,250" and "1.250" show nothing
+    (a decimal mark in one locale, a thousands mark in another)."""
+    from trajdebug.core.mentions import separator_marks
+
+    assert separator_marks("2,4") == {",decimal"}
+    assert separator_marks("0.9 kg") == {".decimal"}
+    assert separator_marks("1.250.000") == {".thousands"}
+    assert separator_marks("12,345.6") == {",thousands"}
+    assert not separator_marks("1,250") and not separator_marks("1.250")

@@ -329,9 +329,11 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
     root = sid in r.roots
     up = r.upstream.get(sid)
     if up is not None:
-        reasons.append(
-            f"not a structural root: {r.g.steps[up].name}, further up through steps that look sound, is at least as suspect"
-        )
+        # (Another call of the step's own tool is named with its id: "scale_recipe, further up" of a
+        # scale_recipe does not say which.)
+        name = r.g.steps[up].name
+        name += f"#{up[-6:]}" if name == r.g.steps[sid].name else ""
+        reasons.append(f"not a structural root: {name}, further up through steps that look sound, is at least as suspect")
     elif v.faulty and not root:
         bad = [d.step_id for d in r.g.parents(sid) if r.explains(d.step_id, sid)]
         if bad:

@@ -407,16 +407,21 @@ class Ranking:
         return not any(self.explains(d.step_id, sid) for d in self.g.parents(sid) if d.confidence >= floor)
 
     def upstream_root(self, sid: str, roots: AbstractSet[str], depth: int = 8) -> str | None:
-        """A root at least as suspect as ``sid`` upstream through steps that look sound (transparent relays)."""
+        """A root at least as suspect as ``sid`` upstream through steps that look sound (transparent relays).
+
+        Not along an edge inferred into a part of a step's input whose producer the recorder saw (`_shadowed`):
+        the recording says where that part came from (issue 23, nu22: a quiche's scaling, handed its recipe by
+        its own lookup, said to be explained by the lemon tart's through a price that matched a number in it)."""
         own = self.verdict(sid).suspicion
         seen = {sid}
         frontier = [sid]
         for _ in range(depth):
             nxt = []
             for cur in frontier:
-                for d in self.g.parents(cur):
+                parents = self.g.parents(cur)
+                for d in parents:
                     p = d.step_id
-                    if p in seen or d.key == CHILD_KEY or p not in self.scores:
+                    if p in seen or d.key == CHILD_KEY or p not in self.scores or _shadowed(d, parents):
                         continue
                     seen.add(p)
                     v = self.verdict(p)
@@ -570,6 +575,18 @@ class Ranking:
         out["relay"] = float(sid in self.upstream)
         return FrozenMap(out)
 
+
+
+def _shadowed(d: Dependency, parents: Sequence[Dependency]) -> bool:
+    """Whether an inferred edge brings a value into a part of the input that a recorded edge (tracked or
+    declared) already brought whole: ``recipe.base_servings`` beside ``recipe`` from the recipe lookup."""
+    if d.origin != "inferred" or not d.key:
+        return False
+    return any(
+        r.origin != "inferred" and r.key and r.step_id != d.step_id
+        and (d.key == r.key or d.key.startswith((r.key + ".", r.key + "[")))
+        for r in parents
+    )
 
 __all__ = [
     "DEFAULT_WEIGHTS",

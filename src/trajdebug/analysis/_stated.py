@@ -130,4 +130,41 @@ def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
     return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
 
 
-__all__ = ["HTTP_ERRORS", "bound_word", "is_label", "is_piece", "is_status", "stated_limits", "states_no_value"]
+_CLAUSE_END = re.compile(r"[:;(]|\.(?!\d)")
+"""What ends a clause after a number: a colon, a semicolon, a parenthesis, a full stop (not a decimal point)."""
+
+
+def _words_after(message: str, m: Mention, count: int = BEFORE_WORDS) -> list[str]:
+    """The first ``count`` words after a number and its unit, in its clause (a colon, a semicolon, a
+    parenthesis or a full stop ends one)."""
+    words = _WORD.findall(_CLAUSE_END.split(message[m.end :].lower(), maxsplit=1)[0])
+    if m.unit and words and words[0] == m.unit.lower():
+        words = words[1:]
+    return words[:count]
+
+
+def checked_values(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
+    """The numbers a failure's message holds against a limit ("is **122** days, above the 30-day maximum",
+    "total **4500** exceeds the limit"): a word of comparison follows them in their clause, which names what
+    they are compared with a limit (`bound_nouns`), and none makes them the limit.  The check rejected them:
+    they are the run's, not what it waited for.  Two quantities compared ("45 guests exceed the 40 portions
+    planned") do not say which one the run got wrong: the 45 may be the one it should have kept."""
+    return {
+        m.value
+        for m in mentions(message, words=False)
+        if bound_word(message, m, lexicon) is None
+        and any(w in lexicon.bound_words for w in _words_after(message, m))
+        and any(w in lexicon.bound_nouns for w in _words_after(message, m, 12))
+    }
+
+
+__all__ = [
+    "HTTP_ERRORS",
+    "bound_word",
+    "checked_values",
+    "is_label",
+    "is_piece",
+    "is_status",
+    "stated_limits",
+    "states_no_value",
+]

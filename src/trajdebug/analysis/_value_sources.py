@@ -63,7 +63,7 @@ from trajdebug.analysis._spoken import (
     not_argument_names,
     unnamed_records,
 )
-from trajdebug.analysis._stated import stated_limits
+from trajdebug.analysis._stated import checked_values, stated_limits
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
@@ -233,6 +233,7 @@ def _named_values(
     inner = [sl.lin.view(g.step_id) for g in sl.failures if inside_of(sl, g.step_id, f.step_id)]
     bounds = {float(x.replace(",", "")) for m in sl.lexicon.range_.finditer(message) for x in m.groups() if x}
     bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
+    checked = checked_values(message, sl.lexicon)  # "is 122 days, above the 30-day maximum"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
     for a in named:
         if a.key in seen:
@@ -258,8 +259,12 @@ def _named_values(
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):
-        # the steps that were given it and did not pass it on.
-        out += _dropped(sl, a, pos, within, step.name, named, sl.w["dropped_reached"] if reached else 1.0)
+        # the steps that were given it and did not pass it on.  A number the message holds against a limit
+        # ("122 days, above the 30-day maximum") is the value the check rejected, not one it waited for: a
+        # step that did not pass it on lost little (issue 23, nu22).
+        share = sl.w["dropped_reached"] if reached else 1.0
+        rejected = a.kind == "number" and a.number in checked
+        out += _dropped(sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0))
         if not reached:
             out += _expected(sl, a, pos, within, step.name)
     return out
@@ -432,7 +437,7 @@ def _dropped(
     *,
     task_word: bool = False,
 ) -> list[Found]:
-    """Steps that were given a value the failure expects and did not pass it on (an omission).
+    """Steps that were given a value the failure names and did not pass it on (an omission).
 
     A step that passed on another value the failure names, which it was also
     given, chose between given values rather than lost one: weak evidence.
@@ -473,7 +478,7 @@ def _dropped(
             weight *= 0.5
         if chose is not None:
             weight *= choice_share(sl, sid, a, chose, first)
-        reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
+        reason = f"was given {a.raw!r}, which the failure at {where} names, and did not pass it on"
         if sid in substitute:
             reason += f"; its answer is about {substitute[sid].raw!r} instead"
         if task_word:

@@ -48,7 +48,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
     "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
     "origin_named_arg": 0.7,  # and the failure's message speaks of that value's field
-    "dropped": 0.45,  # was given a value the failure expects and did not pass it on
+    "dropped": 0.45,  # was given a value the failure names and did not pass it on
+    "rejected": 0.5,  # share of that finding kept for a number named beside the limit it broke (rejected, not expected)
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
     "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure

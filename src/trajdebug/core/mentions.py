@@ -220,6 +220,24 @@ def _number(m: re.Match[str]) -> float | None:
     return -f if m.group("sign") in ("-", "−") else f
 
 
+_MARKS = tuple(
+    (f"{sep}{use}", re.compile(pat))
+    for sep, other in ((".", ","), (",", "."))
+    for use, pat in (
+        # A decimal mark before other than three digits ("2,4"), which no thousands group is.
+        ("decimal", rf"(?<![\d.,])\d+{re.escape(sep)}(?:\d{{1,2}}|\d{{4,}})(?![\d.,])"),
+        # A thousands mark twice, or before the other mark ("1.250.000", "1.250,5").
+        ("thousands", rf"\d{re.escape(sep)}\d{{3}}(?:{re.escape(sep)}\d{{3}}|{re.escape(other)}\d)"),
+    )
+)
+
+
+def separator_marks(raw: str) -> frozenset[str]:
+    """The uses of "." and "," a number's writing shows beyond doubt (``.decimal``, ``,thousands``...): "2,4"
+    shows a decimal comma, "1.250" shows nothing (one and a quarter, or 1250 with a dot between thousands)."""
+    return frozenset(name for name, pat in _MARKS if pat.search(raw))
+
+
 def number_key(f: float) -> str:
     """The canonical text of a number (integers without a decimal point, 6 significant digits)."""
     if not math.isfinite(f):
@@ -389,4 +407,5 @@ __all__ = [
     "mentions",
     "number_key",
     "parse_number",
+    "separator_marks",
 ]

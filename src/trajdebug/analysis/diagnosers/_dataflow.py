@@ -173,20 +173,80 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             and (_split_read(v, ctx.text(step.step_id), lines) or content.read_out(v, out))
         ]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
-        if lost:
-            # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.
-            missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
-            frac = len(lost) / len(values)
-            shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])
-            yield Evidence(
-                step.step_id,
-                0.6 if missed else 0.1 + 0.2 * frac,
-                f"dropped {len(lost)} of the {len(values)} values of its input (e.g. {shown})"
-                + (", which the failure names" if missed else ""),
-                "parse-dropped",
-            )
-        elif values:
-            yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
+        yield from _lost_findings(step.step_id, values, lost, named, out)
+
+
+def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str], out: Any) -> Iterable[Evidence]:
+    """What a parse step lost of the ``values`` of its input: the ``lost`` ones, less those it wrote in another
+    form (a date re-written: `_converted`), which it converted, not dropped.  A date that reads either way round
+    (``03/04/2025``) converted into the one the failure names is said so."""
+    converted = _converted(lost, out)
+    lost = [v for v in lost if not any(v is c for c, _ in converted)]
+    either = [(v, o) for v, o in converted if _either_way(str(v)) and any(a.key in named for a in atoms(o))]
+    if either:
+        v, o = either[0]
+        yield Evidence(
+            sid,
+            0.45,
+            f"read {v!r}, a date whose day and month may be either way round, as {o!r}, which the failure names",
+            "parse-dropped",
+        )
+    if lost:
+        # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.
+        missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
+        frac = len(lost) / len(values)
+        shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])
+        yield Evidence(
+            sid,
+            0.6 if missed else 0.1 + 0.2 * frac,
+            f"dropped {len(lost)} of the {len(values)} values of its input (e.g. {shown})"
+            + (", which the failure names" if missed else ""),
+            "parse-dropped",
+        )
+    elif values and not either and all(_YEAR.findall(str(v))[:1] == _YEAR.findall(o)[:1] for v, o in converted):
+        # (A date matched by month and day alone, one side naming no year, was not shown kept.)
+        yield Evidence(sid, 0.0, "kept every value of its input", "parse-dropped", sound=True)
+
+
+_TWO_NUMBERS = re.compile(r"\s*(\d{1,2})([/.-])(\d{1,2})\2\d{2,4}\s*")
+"""A date written as two numbers and a year (``03/04/2025``)."""
+
+
+def _either_way(raw: str) -> bool:
+    """Whether a date reads as two different days, day first or month first: two different numbers up to
+    12 and a year (``03/04/2025``: the 3rd of April or March the 4th)."""
+    m = _TWO_NUMBERS.fullmatch(raw)
+    return m is not None and m.group(1).lstrip("0") != m.group(3).lstrip("0") and all(
+        1 <= int(m.group(i)) <= 12 for i in (1, 3)
+    )
+
+
+def _converted(lost: list[Any], out: Any) -> list[tuple[Any, str]]:
+    """The ``lost`` values that are a date the output holds written otherwise (``03/04/2025`` as
+    ``2025-03-04``: the same day by `trajdebug.core.values` keys, in the same year when both name one), each
+    with its form in the output.  Keys name no year: a start of 2024-06-15 is not the 2025-06-15 written for
+    it (a year taken from the end date), which dropped it."""
+    written: dict[str, list[str]] = {}
+    for a in atoms(out):
+        if a.kind == "date":
+            written.setdefault(a.key, []).append(a.raw)
+    found = []
+    for v in lost:
+        mine = atoms(v) if isinstance(v, str) else []
+        if len(mine) == 1 and mine[0].kind == "date" and mine[0].raw.strip() == v.strip():
+            # (A date of two numbers is keyed month first; written day first, "25/04/2025", it is read both ways.)
+            m = _TWO_NUMBERS.fullmatch(v)
+            keys = [mine[0].key] + ([f"d:{int(m.group(3)):02d}-{int(m.group(1)):02d}"] if m else [])
+            year = _YEAR.findall(v)[:1]
+            same = (o for k in keys for o in written.get(k, ()) if _YEAR.findall(o)[:1] in ([], year) or not year)
+            o = next(same, None)
+            if o is not None:
+                found.append((v, o))
+    return found
+
+
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")
+"""A year written in a date (1800 to 2199)."""
 
 
 _FIELD_SEPARATOR = re.compile(r"\s*[;|\t]\s*")

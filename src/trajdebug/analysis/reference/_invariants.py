@@ -33,7 +33,6 @@ import dataclasses
 import datetime
 import math
 import re
-from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -47,7 +46,6 @@ from trajdebug.analysis.lineage import (
     queue_keys,
     semantic,
 )
-from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._answers import answer_checks, picked_first
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
 from trajdebug.analysis.reference._profile import (
@@ -66,10 +64,16 @@ from trajdebug.analysis.reference._profile import (
     input_parts,
     operand_view,
     returns_empty,
-    settings,
     step_key,
     unit_word,
 )
+from trajdebug.analysis.reference._relations import (
+    formula_checks,
+    ratio_checks,
+    setting_ratio_checks,
+    worked_out,
+)
+from trajdebug.analysis.reference._relations import support_weight as _w
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -121,8 +125,8 @@ def violations(
             continue
         yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps)
     yield from _shape_checks(step, st, outs, min_runs)
-    found = next(_ratio_checks(step.step_id, outs, ins, st), None)
-    yield from [found] if found is not None else _setting_ratio_checks(step, outs, ins, st)
+    found = next(ratio_checks(step.step_id, outs, ins, st), None)
+    yield from [found] if found is not None else setting_ratio_checks(step, outs, ins, st)
     size = _size_ratio(step)
     if size is not None and len(st.sizes) >= MIN_SUPPORT:
         lo, hi = min(st.sizes), max(st.sizes)
@@ -215,6 +219,30 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     )
 
 
+MONTH_DAY = 0.75
+"""The share of an ungrounded finding kept when the passing occurrences were given their dates by month and
+day only (`_FieldStats.dated`): a rule of whole years, not a value copied."""
+
+
+def _ungrounded(step: Step, f: str, fs: _FieldStats, bad: Any) -> Evidence:
+    """A field whose values the step was given in every passing occurrence holding one it was not given.  When
+    some passing occurrences had a date only on the month and day of one given (a warranty's end, two years
+    after the purchase), the reason says so, and the finding weighs less: no value was copied there."""
+    weight = _w(0.55 if step.kind == "llm" else 0.4, fs.n)
+    said = f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was"
+    by_day = fs.n - fs.dated
+    if by_day > 0:
+        weight = round(weight * (1 - (1 - MONTH_DAY) * by_day / fs.n), 3)
+        # (When none was given whole, "always was" would claim what no occurrence showed: say what they did.)
+        said = (
+            f"{said} (in {by_day} of them only by month and day, not by year)"
+            if by_day < fs.n
+            else f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} had "
+            "the month and day of a date it was given, never its year"
+        )
+    return Evidence(step.step_id, weight, said, "reference:grounded")
+
+
 def _holds_other(step: Step, held: frozenset[str], kinds: frozenset[str], now_keys: frozenset[str]) -> bool:
     """Whether a part the field's values always came from now holds another value of their kind (the fresh
     record's hub beside the stale one, under a name of its own): a part that holds none (a returning
@@ -262,14 +290,9 @@ def _field_checks(
     # name no input holds: it walks the run's earlier model calls).
     operands = operand_view(view)
     bad = next((a for a in atoms if not operands.given(a) and not picked_first(step, run, f, a.raw)
-                and not _worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
+                and not worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
-        yield Evidence(
-            sid,
-            _w(0.55 if step.kind == "llm" else 0.4, fs.n),
-            f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
-            "reference:grounded",
-        )
+        yield _ungrounded(step, f, fs, bad)
     elif fs.days_seen == fs.n and fs.days_grounded == fs.n:
         yield from _day_check(step, fs, f, atoms, operands)
     if fs.sources_seen == fs.n >= MIN_SUPPORT:
@@ -290,7 +313,14 @@ def _field_checks(
                 f"in {fs.kept_seen} passing occurrences it was kept",
                 "reference:kept",
             )
-    nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
+    # A number written as either reading ("1.250": one and a quarter, or 1250 with a dot between thousands)
+    # is no outlier when the other reading is what passing runs had and something says the writer may have
+    # meant it (`_read_otherwise`): which one was meant is then not known.
+    nums = [
+        a.number
+        for a in atoms
+        if a.kind == "number" and a.number is not None and not _read_otherwise(a, fs, view)
+    ]
     # A negative reading among positive ones is odd in one run, ordinary when passing runs had such too:
     # the passing runs know the field's range better than the step's other calls in this run.
     usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
@@ -298,7 +328,7 @@ def _field_checks(
         yield from _told_apart(_number_checks(sid, f, nums, fs), f, atoms, fs)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
-        yield from _formula_checks(sid, view, f, fs, numbers)
+        yield from formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
 
 
@@ -319,6 +349,34 @@ def _told_apart(found: Iterable[Evidence], f: str, atoms: Sequence[Any], fs: _Fi
         yield e if kept is None or said is None else dataclasses.replace(e, reason=f"{said} wrote (its {kept.raw} is as theirs were)")
 
 
+_GROUPED = re.compile(r"\s*([1-9]\d{0,2})[.,](\d{3})(?![\d.,])")
+"""A number written with one separator before three digits ("1.250", "6,100"): a decimal point or comma in
+one locale, a thousands separator in another ("0.160" is no thousands: no group starts with a zero)."""
+
+
+def _read_otherwise(a: Any, fs: _FieldStats, view: StepView) -> bool:
+    """Whether a number written either way (`_GROUPED`) reads, the other way, as a number in the field's
+    passing range, and the other reading has support: the step wrote it as it was given it (a copy of the
+    user's "1.250", whose reading is the writer's, upstream), or the field's passing values were written in
+    the other convention ("2,4" with a decimal comma).  A code step printing 1250 as "1,250" where passing
+    runs wrote "2.4" made a thousands value: that it also reads as 1.25 is a coincidence of the separator."""
+    m = _GROUPED.match(str(a.raw))
+    if m is None:
+        return False
+    whole, tail = m.groups()
+    readings = {float(f"{whole}.{tail}"), float(whole + tail)}
+    others = [x for x in readings if abs(x - a.number) > 1e-9]
+    if not others or not _in_range(others[0], fs):
+        return False
+    raw = str(a.raw).strip().casefold()
+    copied = re.search(rf"(?<![\d.,]){re.escape(raw)}(?![\d]|[.,]\d)", view.in_text) is not None
+    sep = str(a.raw).strip()[len(whole)]
+    # The other convention shows in a passing value only where its separator cannot be the reading here
+    # used: a decimal mark before other than three digits, a thousands mark twice or before the decimal one.
+    shown = f"{sep}decimal" if others[0] < a.number else f"{sep}thousands"
+    return copied or shown in fs.marks
+
+
 def _in_range(x: float, fs: _FieldStats) -> bool:
     return next(_number_checks("", "", [x], fs), None) is None
 
@@ -328,64 +386,6 @@ def _unsigned(view: StepView, a: Any) -> bool:
     7 to move, a loss as an amount; the magnitude came from the input (a sign flip is `_number_checks`')."""
     x = a.number if a.kind == "number" else None
     return x is not None and x > 0 and any(i.kind == "number" and i.number == -x for i in view.inputs)
-
-
-def _worked_out(view: StepView, a: Any) -> bool:
-    """Whether an output number is the total of one field's given values (``sum(seats)``,
-    `trajdebug.analysis.lineage.formulas`): a formula mixing fields (a running sum of a line number and a
-    quantity) fits a transposed number by chance, a total of like values does not."""
-    return a.kind == "number" and any(f.startswith("sum(") for f in explaining(view, a))
-
-
-def _formula_checks(
-    sid: str, view: StepView, f: str, fs: _FieldStats, numbers: Sequence[Any]
-) -> Iterator[Evidence]:
-    """The way a number is computed from the step's inputs, when passing runs almost always computed it one
-    way (a coincidence, such as a zero operand, may make a few look like another formula).
-
-    A number deviates only when it fits none of the formulas that fit the passing runs' values as
-    the usual one does (`_FieldStats.fits`, 70% of them): one that still fits the usual formula,
-    or one the passing values fit as well (a sum of the quantities where they equalled the stated
-    total), was computed as the passing runs computed theirs, whichever formula `derivation`
-    happens to name first.  A formula that fits only some passing values (a previous proposal's
-    figure, where it shares a cap with the current one) is no way they were computed.
-    """
-    usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
-    total = sum(fs.formulas.values())
-    share = count / total
-    if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula" and not _constant(fs):
-        operands = operand_view(view)
-        nows = [(a, explaining(operands, a)) for a in numbers]
-        for a, fit in nows:
-            now = fit[0]
-            if (
-                fs.formulas.get(now, 0) / total < 0.15
-                and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
-                and not _as_often(now, nows, fs)
-            ):
-                shown = now if now != "given-by-no-formula" else "no simple formula of its inputs (one operation on two of them)"
-                yield Evidence(
-                    sid,
-                    _w(0.55 * share, count),
-                    f"{f}={a.raw} is {shown}; {count} of {total} passing values were {usual}",
-                    "reference:formula",
-                )
-                break
-
-
-def _constant(fs: _FieldStats) -> bool:
-    """Whether the field held 0 in most passing occurrences (a shortfall of 0 in each): the formulas a zero
-    fits are coincidences (0 is the quotient of any small amounts, rounded).  Any other value held while its
-    operands varied (nights = checkout - checkin, three every time) is an ordinary rule: it keeps its formula."""
-    top = Counter(fs.numbers).most_common(1)
-    return bool(top) and top[0][0] == 0 and top[0][1] >= 0.7 * len(fs.numbers)
-
-
-def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldStats) -> bool:
-    """True when passing occurrences computed numbers the unusual way at least as often as this one does
-    (a closing total in every run's text, written once per occurrence): the exception is theirs too."""
-    seen = fs.formulas.get(now, 0)
-    return seen > 0 and sum(1 for _, fit in nows if fit[0] == now) <= seen / max(fs.n, 1)
 
 
 def _category_checks(
@@ -504,72 +504,6 @@ def passing_had(step: Step, f: str, x: float, profile: Profile, key: StepKey | N
     if fs is None or len(fs.numbers) < MIN_SUPPORT or len(fs.runs) < 2:
         return False
     return next(_number_checks(step.step_id, f, [x], fs), None) is None
-
-
-def _ratio_checks(
-    sid: str, outs: Mapping[str, list[Any]], ins: Mapping[str, list[Any]], st: _StepStats
-) -> Iterator[Evidence]:
-    for (fo, fi), ratios in st.ratios.items():
-        if len(ratios) < MIN_SUPPORT:
-            continue
-        o, i = outs.get(fo), ins.get(fi)
-        if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
-            continue
-        mean = sum(ratios) / len(ratios)
-        if mean == 0:
-            continue
-        spread = max(abs(r - mean) for r in ratios) / abs(mean)
-        if spread > 0.02:
-            continue  # not a constant factor
-        fs = st.fields.get(fo)
-        if fs is not None and len(set(fs.numbers)) <= 1:
-            # The output never changed: a constant factor of two constants says only that each was
-            # constant (a count of 2 over a threshold of 7.5 on every passing input), no relation.
-            continue
-        r = o[0].number / i[0].number
-        if abs(r - mean) / abs(mean) > 0.05:
-            yield Evidence(
-                sid,
-                _w(0.6, len(ratios)),
-                f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was always {mean:.4g}",
-                "reference:ratio",
-            )
-            return
-
-
-def _setting_ratio_checks(
-    step: Step, outs: Mapping[str, list[Any]], ins: Mapping[str, list[Any]], st: _StepStats
-) -> Iterator[Evidence]:
-    """An output number that is not the multiple of an input number the passing runs always had for the
-    same setting (``unit=lb``: 453.6 grams an amount): a converter's factor per unit, a rate per currency.
-    Over all calls the ratio varies with the setting, so `_ratio_checks` sees no relation.  The passing
-    calls must have given at least two different input numbers: one repeated call shows no factor."""
-    mine = set(settings(step))
-    for (fo, fi, setting), seen in st.unit_ratios.items():
-        if setting not in mine or len(seen) < MIN_SUPPORT or len({x for _, x in seen}) < 2:
-            continue
-        o, i = outs.get(fo), ins.get(fi)
-        if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
-            continue
-        ratios = [r for r, _ in seen]
-        mean = sum(ratios) / len(ratios)
-        if mean == 0 or max(abs(r - mean) for r in ratios) / abs(mean) > 0.02:
-            continue  # not a constant factor for this setting
-        r = o[0].number / i[0].number
-        if abs(r - mean) / abs(mean) > 0.05:
-            yield Evidence(
-                step.step_id,
-                _w(0.6, len(ratios)),
-                f"{fo}/{fi} = {r:.4g} with {setting}; in {len(ratios)} passing occurrences with {setting} "
-                f"it was always {mean:.4g}",
-                "reference:ratio",
-            )
-            return
-
-
-def _w(base: float, support: int) -> float:
-    """A violation's weight: its base, growing with the support of the invariant (3 -> 0.8x, 10+ -> 1x)."""
-    return round(base * min(1.0, 0.7 + 0.03 * support), 3)
 
 
 def unseen(step: Step, profile: Profile, steps: Mapping[str, Step] | None = None) -> Evidence | None:

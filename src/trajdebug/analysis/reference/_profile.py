@@ -17,6 +17,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.chat import tool_names
+from trajdebug.core.mentions import separator_marks
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -68,6 +69,8 @@ class _FieldStats:
     """Occurrences whose field held a day (a date, a timestamp's date)."""
     days_grounded: int = 0
     """... every day of which the step was given (a lookup for a date answering for that date)."""
+    dated: int = 0
+    """Occurrences whose every given date was given in its year too, not by month and day only (`_years_given`)."""
     sources_seen: int = 0
     """Occurrences whose values were found in a part of the step's input (`field_sources`)."""
     source_counts: dict[str, int] = field(default_factory=dict)
@@ -75,6 +78,7 @@ class _FieldStats:
     numbers: list[float] = field(default_factory=list)
     units: list[str] = field(default_factory=list)
     """The unit word of each of `numbers` (`unit_word`), in the same order."""
+    marks: set[str] = field(default_factory=set)  # (`_FieldObs.marks` of all its passing occurrences)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
     formulas: dict[str, int] = field(default_factory=dict)
@@ -236,6 +240,10 @@ class _FieldObs:
     """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
     units: tuple[str, ...] = ()
     """The unit word written after each of `numbers`, lower case ("" for none), in the same order."""
+    dated: bool = True
+    """Every date among its values that the step was given, it was given in that year (`_years_given`)."""
+    marks: frozenset[str] = frozenset()
+    """The uses of "." and "," its numbers' writings show beyond doubt (`separator_marks`: "2,4")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +292,20 @@ def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
     timestamp's time of day is rarely given (a reading taken at 05:50), its date is (the day asked for)."""
     days = [a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
     return all(operands.given(a) for a in days) if days else None
+
+
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")  # a year written in a date (1800 to 2199)
+
+
+def _years_given(atoms: Sequence[Any], operands: StepView) -> bool:
+    """Whether every date of a field given by month and day (`date_keys`) was given in that year too (or with
+    none, or as written): a warranty's end, 2026-08-01, is no value its purchase's 2024-08-01 gave."""
+    for a in atoms:
+        year = _YEAR.findall(a.raw)[:1] if a.kind == "date" and a.key.startswith(DAY_PREFIX) else []
+        settled = not year or not operands.given(a) or a.raw.casefold() in operands.in_text
+        if not settled and not any(i.kind == "date" and i.key == a.key and _YEAR.findall(i.raw)[:1] in ([], year) for i in operands.inputs):
+            return False
+    return True
 
 
 PARTS_CAP = 12
@@ -349,6 +371,8 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 _days_given(atoms, operands),
                 field_sources(parts, atoms),
                 tuple(unit_word(a) for a in head if a.kind == "number" and a.number is not None),
+                _years_given(atoms, operands),
+                frozenset().union(*(separator_marks(a.raw) for a in head if a.kind == "number")),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -409,6 +433,7 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
             fs.sources_seen += 1
             for part in fo.sources:
                 fs.source_counts[part] = fs.source_counts.get(part, 0) + 1
+        fs.dated += int(fo.dated)
         if fo.days is not None:
             fs.days_seen += 1
             fs.days_grounded += int(fo.days)
@@ -422,6 +447,7 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
             fs.fits[shape] = fs.fits.get(shape, 0) + 1
         fs.numbers.extend(fo.numbers)
         fs.units.extend(fo.units)
+        fs.marks |= fo.marks
         for key, raw in fo.values:
             if len(fs.values) < VALUES_CAP:
                 fs.values[key] = fs.values.get(key, 0) + 1
@@ -463,13 +489,9 @@ def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
 
 
 def _is_empty(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return value.strip() in ("", "[]", "{}", "null")
-    if isinstance(value, (list, tuple, Mapping)):
-        return len(value) == 0
-    return False
+    if value is None or isinstance(value, str):
+        return value is None or value.strip() in ("", "[]", "{}", "null")
+    return isinstance(value, (list, tuple, Mapping)) and len(value) == 0
 
 
 def returns_empty(profile: Profile, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
@@ -523,19 +545,14 @@ def _canon(value: Any) -> str:
 
 def _size_ratio(s: Step) -> float | None:
     a, b = _count(semantic(s, s.input)), _count(semantic(s, s.output))
-    if a is None or b is None or a == 0:
-        return None
-    return b / a
+    return None if a is None or b is None or a == 0 else b / a
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, list):
-        return len(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping):  # (a mapping holding one list counts as that list)
         lists = [v for v in value.values() if isinstance(v, list)]
-        if len(lists) == 1:
-            return len(lists[0])
-    return None
+        value = lists[0] if len(lists) == 1 else None
+    return len(value) if isinstance(value, list) else None
 
 
 def producers_of(profile: Profile, key: str) -> list[StepKey]:

@@ -145,6 +145,8 @@ class _FieldGroup:
         # Days and sources (`_profile._days_given`, `field_sources`) per occurrence, to leave one out.
         self.days = [(int(fo.days is not None), int(bool(fo.days))) for fo in fos]
         self.day_totals = (sum(d[0] for d in self.days), sum(d[1] for d in self.days))
+        self.dated = [int(fo.dated) for fo in fos]  # (`_profile._years_given`)
+        self.marks = [fo.marks for fo in fos]  # (`separator_marks`)
         self.sources = [fo.sources for fo in fos]
         self.source_totals: dict[str, int] = {}
         for parts in self.sources:
@@ -182,6 +184,8 @@ class _FieldGroup:
             fs.numbers = self.numbers[:a] + self.numbers[b:]
             fs.units = self.units[:a] + self.units[b:]
         fs.days_seen, fs.days_grounded = self.day_totals
+        fs.dated = sum(self.dated) - (self.dated[n] if n is not None else 0)
+        fs.marks = set().union(*_without(self.marks, n))
         fs.sources_seen = self.sources_seen
         fs.source_counts = dict(self.source_totals)
         if n is not None:
