@@ -624,6 +624,78 @@ class TestLangGraphStateEdges:
         assert "state_reads" not in node.attributes  # handed no value whole: the whole state, as before
         assert set(node.input) == {"hive", "survey"}
 
+    def test_a_plain_node_depends_on_the_nodes_that_wrote_the_keys_it_was_handed_an_empty_list_too(self) -> None:
+        """A plain-Python node (no sub-step: what it read cannot be seen) gets a declared state edge, keyed by
+        the state key, from the node that wrote each key it was handed, an empty list written included; the
+        graph's input key has no writer and gives none."""
+        from typing import TypedDict
+
+        class State(TypedDict, total=False):
+            request: str
+            budget: float
+            shortlist: list[dict[str, Any]]
+            pick: str
+
+        def normalize(state: State) -> dict[str, Any]:
+            return {"budget": 1.25}
+
+        def shortlist(state: State) -> dict[str, Any]:
+            return {"shortlist": [d for d in [{"id": "L-1", "rent": 900}] if d["rent"] <= state["budget"]]}
+
+        def choose(state: State) -> dict[str, Any]:
+            return {"pick": state["shortlist"][0]["id"] if state["shortlist"] else "none"}
+
+        tracer = TrajdebugTracer()
+        _chain_graph(State, normalize, shortlist, choose).invoke(
+            {"request": "a flat up to 1.250 EUR"}, config={"callbacks": [tracer]}
+        )
+        run = tracer.to_run()
+        norm, short, pick = (_by_name(run, n) for n in ("normalize", "shortlist", "choose"))
+        assert norm.deps == ()
+        assert [(d.step_id, d.kind, d.origin, d.key) for d in short.deps] == [(norm.step_id, "state", "declared", "budget")]
+        assert {(d.step_id, d.key) for d in pick.deps} == {(norm.step_id, "budget"), (short.step_id, "shortlist")}
+
+    def test_a_call_handed_what_its_node_computed_gets_no_state_edge_and_a_visible_read_keeps_its_own(self) -> None:
+        """A node with a tool inside is not widened to every key it was handed: a tool handed a value its node
+        computed from the state (a list of ids cut out of a key's records, here empty), which no state key
+        holds, gets no state edge, nor does its node (the documented limit); a tool handed a key's value
+        visibly gets that key's edge."""
+        from typing import TypedDict
+
+        class State(TypedDict, total=False):
+            shortlist: list[dict[str, Any]]
+            city: str
+            viewing: str
+            area: str
+
+        @tool
+        def book_viewing(listing_ids: list[str]) -> str:
+            """Book a viewing of the first listing."""
+            return listing_ids[0] if listing_ids else "nothing to book"
+
+        @tool
+        def describe_area(city: str) -> str:
+            """Describe a city's areas."""
+            return f"{city}: Alfama, Arroios"
+
+        def filter_budget(state: State) -> dict[str, Any]:
+            return {"shortlist": [], "city": "Lisbon-Centre"}
+
+        def schedule(state: State) -> dict[str, Any]:
+            return {"viewing": book_viewing.invoke({"listing_ids": [d["id"] for d in state["shortlist"]]})}
+
+        def area(state: State) -> dict[str, Any]:
+            return {"area": describe_area.invoke({"city": state["city"]})}
+
+        tracer = TrajdebugTracer()
+        _chain_graph(State, filter_budget, schedule, area).invoke({}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        writer, node, booking, describing = (
+            _by_name(run, n) for n in ("filter_budget", "schedule", "book_viewing", "describe_area")
+        )
+        assert booking.deps == () and not [d for d in node.deps if d.kind == "state"]
+        assert [(d.step_id, d.key) for d in describing.deps] == [(writer.step_id, "city")]
+
     def test_a_state_text_of_a_thousand_open_brackets_costs_no_run(self) -> None:
         """A model stuck repeating '[' writes text JSON cannot read without recursing past Python's limit: the
         run is still recorded, with its state edges."""

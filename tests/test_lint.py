@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ def read_report(quarter: str) -> str:
 
 @trajdebug.step(kind="tool")
 def send_mail(to: str) -> str:  # planted: a tool without a timeout
+    time.sleep(0.002)  # waiting on a mail server (a call ended within 1 ms is a lookup, never reported)
     return "sent"
 
 
@@ -373,13 +375,14 @@ def parse_booking(text: str) -> dict[str, Any]:
     return {"dog": "Bella", "breed": "cockapoo", "earliest": "2025-06-10", "latest": "2025-06-13"}
 
 
-def test_a_langgraph_node_gets_no_deps_advice_and_an_sdk_step_in_the_same_shape_does(tmp_path: Path) -> None:
-    """A LangGraph node recorded by the LangChain tracer whose input holds an earlier node's output is still a
-    ``missing-dependency`` (the trace recorded no edge), but the advice is the route's, never ``deps=[...]``, which a
-    node cannot declare.  In a run that mixes the two (the graph run inside ``trajdebug.run``), the SDK step in the
-    same shape, a formatted copy of an earlier step's output, still gets the SDK advice, and the nodes do not."""
+def test_a_plain_langgraph_node_gets_a_state_edge_and_an_sdk_step_in_the_same_shape_the_deps_advice(tmp_path: Path) -> None:
+    """A plain-Python LangGraph node that reads what an earlier node wrote to the state has a declared ``state``
+    edge from that node (the tracer records every key such a node was handed), so it is no ``missing-dependency``,
+    alone or in a run that mixes the two routes (the graph run inside ``trajdebug.run``); the SDK step in the same
+    shape, a formatted copy of an earlier step's output, still gets the SDK advice, ``deps=[...]``."""
     pytest.importorskip("langgraph", reason="langgraph is not installed")
     from trajdebug.integrations.langchain import TrajdebugTracer
+    from trajdebug.lint import _route_fix
 
     graph = _booking_graph()
     tracer = TrajdebugTracer()
@@ -391,14 +394,16 @@ def test_a_langgraph_node_gets_no_deps_advice_and_an_sdk_step_in_the_same_shape_
         with trajdebug.step("build_window_sdk", input={"window": window}) as s:
             s.output = [booking["earliest"], booking["latest"]]
         graph.invoke({"text": BOOKING_REQUEST}, config={"callbacks": [TrajdebugTracer()]})
-    found = [f for f in lint([framework, mixed.load()]) if f.code == "missing-dependency"]
-    nodes = [f for f in found if f.step_name == "build_window"]
-    assert {f.run_id for f in nodes} == {framework.run_id, mixed.run_id}
-    for f in nodes:
-        assert "deps=" not in f.fix and "s.uses" not in f.fix and "returned object" not in f.fix
-        assert "infers this edge from content" in f.fix and "LangChain tracer" in f.fix
+    runs = [framework, mixed.load()]
+    for run in runs:
+        steps = {st.step_id: st for st in run.steps}
+        [node] = [st for st in run.steps if st.name == "build_window"]
+        assert [(steps[d.step_id].name, d.kind, d.key) for d in node.deps] == [("parse_request", "state", "booking")]
+    found = [f for f in lint(runs) if f.code == "missing-dependency"]
+    assert not [f for f in found if f.step_name == "build_window"]
     [sdk] = [f for f in found if f.step_name == "build_window_sdk"]
     assert sdk.run_id == mixed.run_id and "deps=[...]" in sdk.fix
+    assert "plain Python" in _route_fix("langchain") and "deps=" not in _route_fix("langchain")
 
 
 def test_a_missing_dependency_on_an_imported_span_advises_a_span_link() -> None:
@@ -408,3 +413,21 @@ def test_a_missing_dependency_on_an_imported_span_advises_a_span_link() -> None:
     run = Run("r-otlp", "imported", steps=(report, summary), metadata={"source_format": "otlp"})
     [found] = [f for f in lint([run]) if f.code == "missing-dependency"]
     assert found.step_name == "summarize" and "deps=" not in found.fix and "span link" in found.fix
+
+
+@trajdebug.step(kind="tool")
+def lookup_recipe(dish: str) -> dict:
+    return {"dish": dish, "base_servings": 8}
+
+
+def test_a_tool_whose_every_call_ended_within_a_millisecond_is_not_asked_for_a_timeout(tmp_path: Path) -> None:
+    """A tool that only looks something up in the process's memory (every call ended within 1 ms) gets no
+    no-timeout finding; a tool that waited on something in one of its calls does."""
+    from trajdebug.lint import lint
+
+    with trajdebug.run("catering", path=tmp_path / "r.jsonl") as run:
+        for dish in ("lemon tart", "quiche", "salad"):
+            lookup_recipe(dish)
+        send_mail("chef@example.com")
+    found = [(f.code, f.step_name) for f in lint([run.load()]) if f.code == "no-timeout"]
+    assert found == [("no-timeout", "send_mail")]
