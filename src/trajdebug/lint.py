@@ -279,9 +279,8 @@ def _missing_dependencies(
 
 
 ROUTE_EDGES = {
-    "langchain": "the LangChain tracer records piping, tool-call ids, and LangGraph state keys from the node that "
-    "wrote them: those a model, tool or retriever call in a node was handed, and every key a plain Python node (no "
-    "call inside) was handed; not what a call was handed that its node computed from the state",
+    "langchain": "the LangChain tracer records piping, tool-call ids, and LangGraph state keys a model, tool or "
+    "retriever call in a node was handed whole, not what plain Python read",
     "openai-agents": "the Agents SDK's trace records model -> tool -> model by tool call and handoffs",
     "otlp": "an imported span's dependencies are its span links",
 }

@@ -9,7 +9,7 @@ steps, errors and edges.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -308,36 +308,6 @@ def _node_input(
         return state
     attrs["state_reads"] = read
     return {k: state[k] for k in read}
-
-
-def _leaves(runs: Sequence[LCRun]) -> list[LCRun]:
-    """The model, tool and retriever calls among these runs and their descendants."""
-    out: list[LCRun] = []
-    for r in runs:
-        out.extend([r] if r.run_type in ("llm", "chat_model", "tool", "retriever") else _leaves(r.child_runs))
-    return out
-
-
-def _calls_of(node: LCRun) -> list[LCRun]:
-    """The model, tool and retriever calls a LangGraph node ran itself (not those of a nested graph's nodes)."""
-    out: list[LCRun] = []
-    stack = list(node.child_runs)
-    while stack:
-        r = stack.pop()
-        if r.run_type in ("llm", "chat_model", "tool", "retriever"):
-            out.append(r)
-        elif not _is_graph_node(r):
-            stack.extend(r.child_runs)
-    return sorted(out, key=lambda c: (c.start_time, c.dotted_order or ""))
-
-
-def _wrote(update: Mapping[str, Any], key: str, value: Any) -> bool:
-    """Whether a node's update wrote the value a later node read under ``key``: the same value, or items of an
-    accumulated list (a channel with a reducer)."""
-    if key not in update:
-        return False
-    wrote = plain(update[key])
-    return wrote == value or (isinstance(value, list) and isinstance(wrote, list) and bool(wrote) and _contains(value, wrote))
 
 
 def _replace(obj: Any, **changes: Any) -> Any:

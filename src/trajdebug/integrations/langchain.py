@@ -57,16 +57,14 @@ from trajdebug.integrations._langchain_read import (
     _KIND,
     CONTROL_FLOW_EXCEPTIONS,
     _add_stage,
-    _calls_of,
     _chain_kind,
+    _contains,
     _is_graph_node,
-    _leaves,
     _node_input,
     _ns,
     _replace,
     _session,
     _with_deps,
-    _wrote,
     answers,
     is_control_flow,
     keys_read,
@@ -75,6 +73,36 @@ from trajdebug.integrations._langchain_read import (
     state_index,
 )
 from trajdebug.sources.formats.convert import declared
+
+
+def _leaves(runs: Sequence[LCRun]) -> list[LCRun]:
+    """The model, tool and retriever calls among these runs and their descendants."""
+    out: list[LCRun] = []
+    for r in runs:
+        out.extend([r] if r.run_type in ("llm", "chat_model", "tool", "retriever") else _leaves(r.child_runs))
+    return out
+
+
+def _calls_of(node: LCRun) -> list[LCRun]:
+    """The model, tool and retriever calls a LangGraph node ran itself (not those of a nested graph's nodes)."""
+    out: list[LCRun] = []
+    stack = list(node.child_runs)
+    while stack:
+        r = stack.pop()
+        if r.run_type in ("llm", "chat_model", "tool", "retriever"):
+            out.append(r)
+        elif not _is_graph_node(r):
+            stack.extend(r.child_runs)
+    return sorted(out, key=lambda c: (c.start_time, c.dotted_order or ""))
+
+
+def _wrote(update: Mapping[str, Any], key: str, value: Any) -> bool:
+    """Whether a node's update wrote the value a later node read under ``key``: the same value, or items of an
+    accumulated list (a channel with a reducer)."""
+    if key not in update:
+        return False
+    wrote = plain(update[key])
+    return wrote == value or (isinstance(value, list) and isinstance(wrote, list) and bool(wrote) and _contains(value, wrote))
 
 
 class TrajdebugTracer(BaseTracer):
@@ -389,17 +417,8 @@ class TrajdebugTracer(BaseTracer):
             node = steps[str(r.id)]
             try:
                 reads = self._reads(r, state)
-                # A plain-Python node (no model, tool or retriever call inside: what it read cannot be seen) kept
-                # the whole state as its input: it was handed every key, as a call handed a dict depends on
-                # whoever made what the dict holds, and an empty value written is a value handed too.  A node
-                # with calls inside keeps the edges of what they were handed (widening those cost top-1 on the
-                # blind suites' LangGraph agents: review ux49).
-                handed = "state_reads" not in node.attributes and not reads
-                keys = [
-                    k for k in state
-                    if handed or k in node.attributes.get("state_reads", ()) or any(k in ks for ks in reads.values())
-                ]
-                writer = {k: w for k in keys if (w := self._writer(earlier, r, k, state[k], steps, handed)) is not None}
+                keys = [k for k in state if k in node.attributes.get("state_reads", ()) or any(k in ks for ks in reads.values())]
+                writer = {k: w for k in keys if (w := self._writer(earlier, r, k, state[k], steps)) is not None}
             except Exception:  # noqa: BLE001 -- an odd state costs this node its state edges, never the run
                 unread += 1
                 reads, writer = {}, {}
@@ -423,15 +442,11 @@ class TrajdebugTracer(BaseTracer):
         }
 
     @staticmethod
-    def _writer(
-        earlier: Sequence[LCRun], reader: LCRun, key: str, value: Any, steps: Mapping[str, Step], empty: bool = False
-    ) -> str | None:
+    def _writer(earlier: Sequence[LCRun], reader: LCRun, key: str, value: Any, steps: Mapping[str, Step]) -> str | None:
         """The step that wrote the value ``reader`` read under ``key``: the latest earlier node whose update
         wrote it, or that node's last model or tool call whose answer holds what the node wrote; None when no
-        recorded update holds it (the graph's input).  An empty value (``[]``, ``""``, ``{}``) is looked up only
-        when ``empty`` (a key handed whole to a node whose reads cannot be seen): what a call read is found by
-        its content, and an empty one has none."""
-        if value is None or (not empty and value in ("", [], {})):
+        recorded update holds it (the graph's input)."""
+        if value in (None, "", [], {}):
             return None
         for w in reversed(earlier):
             update = steps[str(w.id)].output
