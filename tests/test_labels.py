@@ -221,6 +221,20 @@ def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_p
     assert f"run {rid[:12]}" in out.output and ", model " in out.output
 
 
+def test_eval_measures_by_default_the_ranking_analyze_shows_and_none_the_hand_ranking_alone(tmp_path: Path) -> None:
+    """`trajdebug eval` with no `--model` measures the shipped learned model, as `trajdebug analyze` ranks by
+    default, beside the hand ranking; `--model none` measures the hand ranking alone."""
+    src = _source(tmp_path)
+    label(src, _failed(src)[0], "fetch_rate")
+    out = CliRunner().invoke(cli, ["eval", str(src)])
+    assert out.exit_code == 0, out.output
+    assert "hand ranking: top-1" in out.output and "model default: top-1" in out.output
+    assert json.loads(CliRunner().invoke(cli, ["eval", str(src), "--json"]).stdout)["model"] == "default"
+    hand = CliRunner().invoke(cli, ["eval", str(src), "--model", "none"])
+    assert "hand ranking: top-1" in hand.output and "model" not in hand.output.split("\n")[0]
+    assert json.loads(CliRunner().invoke(cli, ["eval", str(src), "--model", "none", "--json"]).stdout)["model"] is None
+
+
 def test_eval_names_each_labelled_root_by_its_step_name(tmp_path: Path) -> None:
     """`trajdebug eval` lists each labelled run's root by the step's name (a recorder's step id ends in a counter
     that says nothing), and `--json` carries the name beside the id."""

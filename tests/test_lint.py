@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ def read_report(quarter: str) -> str:
 
 @trajdebug.step(kind="tool")
 def send_mail(to: str) -> str:  # planted: a tool without a timeout
+    time.sleep(0.002)  # waiting on a mail server (a call ended within 1 ms is a lookup, never reported)
     return "sent"
 
 
@@ -408,3 +410,21 @@ def test_a_missing_dependency_on_an_imported_span_advises_a_span_link() -> None:
     run = Run("r-otlp", "imported", steps=(report, summary), metadata={"source_format": "otlp"})
     [found] = [f for f in lint([run]) if f.code == "missing-dependency"]
     assert found.step_name == "summarize" and "deps=" not in found.fix and "span link" in found.fix
+
+
+@trajdebug.step(kind="tool")
+def lookup_recipe(dish: str) -> dict:
+    return {"dish": dish, "base_servings": 8}
+
+
+def test_a_tool_whose_every_call_ended_within_a_millisecond_is_not_asked_for_a_timeout(tmp_path: Path) -> None:
+    """A tool that only looks something up in the process's memory (every call ended within 1 ms) gets no
+    no-timeout finding; a tool that waited on something in one of its calls does."""
+    from trajdebug.lint import lint
+
+    with trajdebug.run("catering", path=tmp_path / "r.jsonl") as run:
+        for dish in ("lemon tart", "quiche", "salad"):
+            lookup_recipe(dish)
+        send_mail("chef@example.com")
+    found = [(f.code, f.step_name) for f in lint([run.load()]) if f.code == "no-timeout"]
+    assert found == [("no-timeout", "send_mail")]

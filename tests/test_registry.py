@@ -116,3 +116,54 @@ def test_a_container_resized_while_it_is_read_makes_the_prefilter_answer_maybe(m
     reg.registry[id(produced)] = ("s1", produced, 0, "tracked", 64)
     monkeypatch.setattr(registry_mod, "_ids_under", resized)
     assert reg._reaches([[{"unrelated": 1}]]) is True
+
+
+def _answer() -> dict[str, Any]:
+    """A chat model's answer dumped to a dict (``message.model_dump()`` of the openai client)."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "parse_dates", "arguments": '{"d": "03/04/2025"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_rate", "arguments": '{"car": "compact"}'}},
+        ],
+    }
+
+
+def test_a_with_step_given_a_tool_call_inside_a_models_answer_depends_on_that_model_call(tmp_path: Path) -> None:
+    """A `with` step whose input is ``answer["tool_calls"][i]`` or its ``["function"]`` (two and three levels
+    inside the model step's output) gets a tracked data edge from the model step."""
+    import trajdebug
+
+    with trajdebug.run("rental", path=tmp_path / "r.jsonl") as run:
+        with trajdebug.step("model", kind="llm") as m:
+            m.output = _answer()
+        with trajdebug.step("parse_dates", kind="tool", input=m.output["tool_calls"][0]) as t:
+            t.output = 1
+        with trajdebug.step("get_rate", kind="tool", input=m.output["tool_calls"][1]["function"]) as t:
+            t.output = 2
+    model, parse, rate = run.load().steps
+    assert [(d.step_id, d.origin) for d in parse.deps] == [(model.step_id, "tracked")]
+    assert [(d.step_id, d.origin) for d in rate.deps] == [(model.step_id, "tracked")]
+
+
+def test_a_returned_value_is_registered_three_levels_down_and_64_objects_at_most() -> None:
+    """What a step returned is registered three levels down and no deeper, and at most 64 objects below it,
+    nearest levels first; an object another step returned first stays that step's."""
+    from trajdebug.record.account import Account
+    from trajdebug.record.tracking import Tracker
+
+    deep = {"a": {"b": {"c": {"d": "four levels down, never registered"}}}}
+    tracker = Tracker("run", Account("run"))
+    tracker._register("s1", 1, deep, 64)
+    assert id(deep["a"]["b"]["c"]) in tracker.registry
+    assert id(deep["a"]["b"]["c"]["d"]) not in tracker.registry
+
+    earlier = ["a list an earlier step returned"]
+    tracker._register("s0", 1, earlier, 64)
+    wide = {"rows": [[f"row {i} of the table, long enough"] for i in range(100)], "kept": earlier}
+    tracker._register("s2", 2, wide, 64)
+    below = [o for o in tracker.registry.values() if o[0] == "s2" and o[1] is not wide]
+    assert len(below) == 64
+    assert tracker.registry[id(wide["rows"])][0] == "s2"  # the first level first
+    assert tracker.registry[id(earlier)][0] == "s0"

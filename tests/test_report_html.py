@@ -358,3 +358,37 @@ def test_an_inferred_dependency_of_full_confidence_reads_as_one_not_nan(page: An
     deps = page.locator("#inspector ul.deps").first.inner_text()
     assert "inferred 1.00" in deps and "NaN" not in deps
     assert page.errors == []
+
+
+def test_the_report_shows_the_verdict_and_the_passing_runs_it_compared_with_as_text(page: Any, tmp_path: Path) -> None:
+    """The learned model's verdict for the run and the passing runs its evidence was compared with are on the
+    page in `trajdebug analyze`'s words; a reference's id holding markup is shown as text, never run."""
+    from tests.conftest import HOSTILE
+
+    from trajdebug.core.model import replace
+    from trajdebug.report.analysis import compared_note, verdict_note
+
+    store = Store(tmp_path / "demo.db")
+    run = run_demo("bad-sql-filter", store=store)
+    passing = replace(run_demo(None, store=store), run_id="ref-" + HOSTILE)
+    analysis = analyze(run, references=[passing])
+    assert analysis.verdict in ("confident", "likely", "unsure")
+    path = write_report(tmp_path / "report.html", analysis)
+    _open(page, path)
+    verdict = page.locator("#run-verdict").text_content()
+    assert verdict == verdict_note(analysis)
+    assert verdict.startswith("verdict: " + analysis.verdict)
+    compared = page.locator("#run-compared").text_content()
+    assert compared == compared_note(analysis)
+    assert compared.startswith("compared with 1 passing run(s) of this agent: ref-<script>")
+    assert page.evaluate("window.__pwned") is None and page.locator("#planted").count() == 0
+    assert page.errors == []
+
+
+def test_a_hand_ranked_report_shows_no_verdict_and_says_it_compared_with_no_run(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """A run ranked by hand (no learned model, no verdict) and with no passing run shows no verdict line and
+    says its evidence came from the run alone."""
+    path, _ = demo_report
+    _open(page, path)
+    assert page.locator("#run-verdict").count() == 0
+    assert "no passing run of this agent" in page.locator("#run-compared").text_content()

@@ -11,7 +11,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it); a step a framework or importer recorded gets that route's advice, not ``deps=`` (`ROUTE_EDGES`) |
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
-| ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`) |
+| ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`; not a tool whose every call ended within 1 ms: `IN_PROCESS_NS`) |
 | ``body-state`` | a step read a ``run.state`` key last written in the run's body, outside every step: no edge joins it to where the value came from |
 
 ``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1
@@ -255,7 +255,10 @@ def _missing_dependencies(
             src = ", ".join(f"{steps[i].name} (#{i[-6:]})" if i in steps else i for i in ids[:3])
             route = _route(run, s)
             relays = _relays(run, sources, s) if route is None else []
-            fix = "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]"
+            fix = (
+                "pass the upstream step's returned object itself, or an object it holds at most three levels down "
+                "(not a copy or a formatted string; docs/recording.md, \"Dependencies\"), or declare deps=[...]"
+            )
             if route is not None:  # a framework's or an importer's step: deps= does not apply to it
                 fix = _route_fix(route)
             elif relays:
@@ -379,12 +382,25 @@ def _framework_tool(run: Run, step: Step) -> bool:
     )
 
 
+IN_PROCESS_NS = 1_000_000
+"""A tool whose every recorded call ended within this (1 ms) waited on nothing a timeout bounds: a lookup in the
+process's memory (a dict, a table loaded at start) that lint does not ask to bound.  A call over a network,
+even to this machine, takes longer."""
+
+
+def _in_process(calls: Sequence[Step]) -> bool:
+    """Whether every call of a tool ended, each within `IN_PROCESS_NS` of its start."""
+    return all(s.end_ns is not None and s.end_ns - s.start_ns < IN_PROCESS_NS for s in calls)
+
+
 def _no_timeouts(run: Run) -> Iterable[Finding]:
     by_name: dict[str, list[Step]] = defaultdict(list)
     for s in run.steps:
         if s.kind == "tool" and s.attributes.get("timeout") is None and not _framework_tool(run, s):
             by_name[s.name].append(s)
     for name, found in by_name.items():
+        if _in_process(found):
+            continue
         yield _f(
             "no-timeout",
             run,

@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trajdebug.cli._errors",
         "Show each error's lifecycle: where it occurred, how it propagated, how it ended.",
     ),
-    "eval": ("trajdebug.cli._labels", "Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with --model) calibration."),
+    "eval": ("trajdebug.cli._labels", "Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with a learned model) calibration."),
     "export": ("trajdebug.cli._io", "Export runs as OTLP/JSON spans, to open them in any OpenTelemetry backend."),
     "fit": ("trajdebug.cli._labels", "Fit a ranking model on SOURCE's labelled runs, starting from the shipped model (needs the `train` extra)."),
     "fleet": (

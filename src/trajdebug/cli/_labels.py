@@ -46,28 +46,40 @@ def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None
 
 @click.command(name="eval")
 @source_argument
-@click.option("--model", "model", metavar="FILE|default", help="Measure a learned model too (`default`: the shipped one).")
+@click.option(
+    "--model",
+    "model",
+    metavar="FILE|default|none",
+    default="default",
+    show_default=True,
+    help="The ranking measured, as `trajdebug analyze --model` takes it (`default`: the shipped learned model, "
+    "what `analyze` ranks by; a file from `trajdebug fit`; `none`: the hand ranking alone).",
+)
 @json_option
-def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
-    """Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with --model) calibration.
+def eval_cmd(source: str | None, model: str, as_json: bool) -> None:
+    """Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with a learned model) calibration.
+
+    By default the ranking measured is the one `trajdebug analyze` shows (the shipped learned model), with the
+    hand ranking's line beside it to compare; `--model none` measures the hand ranking alone.
 
     \b
     Example:
-        trajdebug eval runs.jsonl --model default --json
+        trajdebug eval runs.jsonl --json
     """
     from trajdebug.labels import evaluate
 
     path = store_path(source)
-    ev = evaluate(path, model)
+    learned = None if model == "none" else model
+    ev = evaluate(path, learned)
     if as_json:
         emit_json(ev.to_dict())
         return
     if not ev.results:
         click.echo(visible(f"{path}: no labelled run (label some with `trajdebug label`)"))
         return
-    # --model measures the model "too": the hand ranking's line first, to compare with.
-    hand = ev if model is None else evaluate(path, None)
-    for how, e in [("hand ranking", hand)] + ([] if model is None else [(f"model {model}", ev)]):
+    # A learned model is measured beside the hand ranking: the hand ranking's line first, to compare with.
+    hand = ev if learned is None else evaluate(path, None)
+    for how, e in [("hand ranking", hand)] + ([] if learned is None else [(f"model {learned}", ev)]):
         click.echo(f"{len(e.results)} labelled runs, {how}: top-1 {_pct(e.top(1))}, top-3 {_pct(e.top(3))}")
     if ev.calibration_error() is not None:
         click.echo(f"mean |confidence - right| of the best candidate: {ev.calibration_error():.3f}")
@@ -78,7 +90,7 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
         )
     ranks = {r.run_id: r.rank for r in hand.results}
     for r in ev.results[:RANKS_SHOWN]:
-        by_model = "" if model is None else f", model {r.rank or '-'}"
+        by_model = "" if learned is None else f", model {r.rank or '-'}"
         # (Ids and step names come from the data: control characters in them are shown as escapes.)
         root = visible(r.step_name or r.step_id)
         click.echo(f"  run {visible(r.run_id[:12])}  root {root}  rank {ranks.get(r.run_id) or '-'}{by_model}")

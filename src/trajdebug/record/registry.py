@@ -38,6 +38,10 @@ _SEQS = _OPEN - _DICT
 """The containers whose iteration gives their items."""
 _chain = chain.from_iterable
 _repeat = repeat
+_REGISTER_LEVELS = 3
+"""How many levels below a step's returned value `Registry._register` takes what it holds."""
+_REGISTER_ITEMS = 64
+"""How many objects below a step's returned value `Registry._register` takes, at most (breadth first)."""
 _MEMO_MAX = 4096
 """Containers whose ids `Registry._reached` keeps in one batch, at most."""
 
@@ -141,25 +145,68 @@ class Registry:
         registry[key] = entry
         self._registry_bytes = size
         if size > self._budget:
-            # Release the oldest values first (dicts keep insertion order).
-            target = self._budget * 0.9
-            while registry and self._registry_bytes > target:
-                oldest = next(iter(registry))
-                self._registry_bytes -= registry.pop(oldest)[4]
+            self._trim()
 
-    def _register(self, sid: str, t1: int, value: Any, size: int, depth: int = 1) -> None:
+    def _trim(self) -> None:
+        """Release the oldest values first (dicts keep insertion order), down to 90 % of the budget."""
+        registry = self.registry
+        target = self._budget * 0.9
+        while registry and self._registry_bytes > target:
+            oldest = next(iter(registry))
+            self._registry_bytes -= registry.pop(oldest)[4]
+
+    def _register(self, sid: str, t1: int, value: Any, size: int, depth: int = _REGISTER_LEVELS) -> None:
+        """Register a step's returned ``value``, and what it holds down to `_REGISTER_LEVELS` levels (at most
+        `_REGISTER_ITEMS` of them, breadth first; ``depth`` levels when given): a later step given any of
+        those objects consumed this output.
+
+        What it holds is this step's output too when no step returned it before (an object already
+        registered is another step's, and what it holds is that step's: it is neither taken nor opened).
+        The levels reach the object a loop naturally hands the next step out of a model's answer dumped to a
+        dict: ``answer["tool_calls"][i]`` and its ``["function"]`` (OpenAI chat), ``answer["content"][i]`` and
+        its ``["input"]`` (Anthropic), ``answer["output"][i]`` (Responses).  The item count keeps a step's
+        registration within what one level of 64 items cost before (review ux49: the writer's cost per step).
+        """
         t = type(value)
         if issubclass(t, _UNTRACKED) or (t is str and len(value) < MIN_TRACKED_STR):
             return
         self._keep(id(value), (sid, value, t1, "tracked", _ENTRY_BYTES + size))
-        # The items of a returned list/tuple/dict are that step's outputs too (those not registered yet;
-        # what is never tracked is passed over here, not in a call).
-        if depth > 0 and (t is list or t is tuple or t is dict):
-            registry = self.registry
-            for item in value[:64] if t is not dict else list(value.values())[:64]:
-                c = type(item)
-                if id(item) not in registry and not (issubclass(c, _UNTRACKED) or (c is str and len(item) < MIN_TRACKED_STR)):
-                    self._register(sid, t1, item, 64, depth - 1)
+        if t is not list and t is not tuple and t is not dict:
+            return
+        # The items are new entries (those registered are passed over), entered here without `_keep`'s
+        # call each and counted once at the end: a call per item was half of this walk's time.
+        registry = self.registry
+        left = _REGISTER_ITEMS
+        level: list[Any] = [value]
+        for _ in range(depth):
+            below: list[Any] = []
+            for obj in level:
+                for item in obj[:left] if type(obj) is not dict else islice(obj.values(), left):
+                    c = type(item)
+                    if c is str:
+                        if len(item) < MIN_TRACKED_STR:
+                            continue
+                    elif c is list or c is dict or c is tuple:
+                        below.append(item)
+                    elif issubclass(c, _UNTRACKED):
+                        continue
+                    key = id(item)
+                    if key in registry:
+                        if below and below[-1] is item:
+                            below.pop()  # another step's, and what it holds is that step's
+                        continue
+                    registry[key] = (sid, item, t1, "tracked", _ENTRY_BYTES + 64)
+                    left -= 1
+                    if left <= 0:
+                        break
+                if left <= 0:
+                    break
+            if left <= 0 or not below:
+                break
+            level = below
+        self._registry_bytes += (_REGISTER_ITEMS - left) * (_ENTRY_BYTES + 64)
+        if self._registry_bytes > self._budget:
+            self._trim()
 
     def _reaches(self, value: Any) -> bool:
         """`_may_reach`, or True when a container changed size while it was read: a free-threaded build lets
@@ -221,7 +268,7 @@ class Registry:
         self._memo.clear()  # at a start too: a batch cut short by an exception never reuses what it kept
 
     def _whole(self, own: str, start: int, value: Any) -> list[Dependency]:
-        """The step that returned ``value`` itself (or held it one level down), when one did: a `with` step's
+        """The step that returned ``value`` itself (or held it, `_register`'s levels down), when one did: a `with` step's
         ``input=`` dict of scalars (the arguments a model's answer chose), which `_find`'s path for a decorated
         call's arguments (a dict bound anew, of scalars) never looks up whole."""
         hit = self.registry.get(id(value))

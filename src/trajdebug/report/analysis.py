@@ -103,7 +103,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     yield "title", (run, f"{run.outcome}{reason}")
     if a.inferred:
         yield "note", "some dependencies were inferred from content (candidates say which)"
-    yield "note", _compared(a)
+    yield "note", compared_note(a)
     groups = a.failure_groups()
     yield "heading", f"Failures ({len(groups)})"
     if not groups:
@@ -166,7 +166,7 @@ def _parent(
     return earlier.get((run_id, s.parent_id)) if run_id is not None else steps.get(s.parent_id)
 
 
-def _compared(a: Analysis) -> str:
+def compared_note(a: Analysis) -> str:
     """What the evidence was compared with: the passing runs used as references, or none."""
     refs = list(getattr(a, "references", ()) or ())
     if not refs:
@@ -360,6 +360,7 @@ __all__ = [
     "analysis_lines",
     "analysis_markdown",
     "chain_summary",
+    "compared_note",
     "ordered_by",
     "render_analysis",
     "verdict_note",

@@ -99,6 +99,7 @@ def report_data(
         ask_endpoint: The URL the panel posts answers to (``trajdebug serve``); None: the page
             runs the search itself and offers the answers as a download.
     """
+    from trajdebug.report.analysis import compared_note, verdict_note
     from trajdebug.report.errors import errors_markdown
     from trajdebug.report.question import ask_data
 
@@ -122,6 +123,9 @@ def report_data(
             "errors": [error_to_dict(e) for e in run.errors],
         },
         "analysis": doc,
+        # The two sentences `trajdebug analyze` prints about the ranking as a whole, in its words: what the
+        # evidence was compared with, and the verdict (None when no learned model ranked the run).
+        "summary": {"compared": compared_note(analysis), "verdict": verdict_note(analysis)},
         "lifecycle": lifecycle.to_dict() if lifecycle is not None else None,
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,

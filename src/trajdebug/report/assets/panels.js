@@ -76,6 +76,10 @@ function buildCauses(host) {
     ? "Ordered by the learned model's share of the blame (the share shown), highest first; the confidence beside it is calibrated separately and can be higher further down."
     : ORDER[orderedBy];
   host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
+  // The run's verdict and what it was compared with, as `trajdebug analyze` words them (text nodes: escaped).
+  const S = D.summary || {};
+  if (S.verdict) host.appendChild(el("p", { class: "verdict-line v-" + (ANALYSIS.verdict || "none"), id: "run-verdict" }, S.verdict));
+  if (S.compared) host.appendChild(el("p", { class: "note", id: "run-compared" }, S.compared));
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
     const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
