@@ -559,7 +559,9 @@ def test_a_resumed_session_asks_what_the_session_that_gave_the_answers_would_hav
         calls.append((found.group(1), found.group(2)) if found else ("", ""))
     assert calls == [*session, ("", "")]  # the last call, after every answer, asks nothing
     stored = [[(a.step_id, a.correct, a.admissible) for a in load_runs(p)[0].answers] for p in (at_once, resumed)]
-    assert stored[0] == stored[1] and len(stored[0]) == len(session)
+    # A question about a group of like steps answered "all right" stores one answer per step of the group.
+    assert stored[0] == stored[1] and len(stored[0]) >= len(session)
+    assert {sid[-6:] for sid, _, _ in stored[0]} >= {short_id for _, short_id in session}
 
 
 def test_quitting_says_when_the_question_was_not_about_the_likeliest_root() -> None:
