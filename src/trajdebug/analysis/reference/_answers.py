@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._profile import (
     Profile,
@@ -55,6 +56,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not _minted_only(st, now, answers)
         and not origin
         and not _reads_unrecorded(step, steps)
+        and not _answers_vary(st, now, answers)
     ):
         yield Evidence(
             step.step_id,
@@ -73,7 +75,11 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
-                if _same_subject(asked, other, key, part) or _shared_cause(asked, other, part):
+                if (
+                    _same_subject(asked, other, key, part)
+                    or _shared_cause(asked, other, part)
+                    or _answers_this(asked, other, key, part, st)
+                ):
                     continue
                 yield Evidence(
                     step.step_id,
@@ -135,6 +141,142 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
     return out
 
 
+def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
+    """Whether the answer now differs from this request's passing one only in fields (lines of a text) that
+    varied among some one request's passing answers (ids it mints on every call aside): the step answers those
+    from more than its request (a live reading, a count that falls as a run sells, the time a board was read),
+    so another value there now is how it behaves, not a changed environment.  A field or line that never varied
+    (the item a stock lookup answers about, a price line beside a time line) still tells, whatever varied
+    elsewhere (reviews rev47r H3, rev47r2 H-d), and so does the answer's shape (a record or a line more or
+    fewer).  An answer that does not parse (cut for its size) tells nothing."""
+    varied = _varied_of(st)
+    if not varied:
+        return False
+    try:
+        mine = _blanked(json.loads(now), varied)
+        return any(_blanked(json.loads(old), varied) == mine for old in answers)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _blanked(value: Any, varied: frozenset[str], path: str = "", depth: int = 0) -> Any:
+    """A parsed answer with the values in the ``varied`` units (`_units`) blanked out, its shape kept (a text
+    as its lines, a JSON text as what it holds)."""
+    if depth > 6:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _blanked(v, varied, _unit_path(path, value, k), depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blanked(v, varied, path, depth + 1) for v in value]
+    if isinstance(value, str):
+        held = _json_text(value)
+        if held is not None:
+            return _blanked(held, varied, path, depth + 1)
+        return ["" if unit in varied else line for unit, line in _lines(value, path)]
+    return "" if path in varied else value
+
+
+_VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
+"""Per step profile (by identity, with the count of its requests when read): the units its answers varied in."""
+
+
+def _varied_of(st: _StepStats) -> frozenset[str]:
+    """The units (`_units`) in which some one request's passing answers differed, read once per profile (asked
+    of every step that answered its request otherwise: re-reading every answer each time was quadratic)."""
+    hit = _VARIED.get(id(st))
+    if hit is not None and hit[0] is st and hit[1] == len(st.answers):
+        return hit[2]
+    varied: set[str] = set()
+    for got in st.answers.values():
+        if len(got) < 2:
+            continue
+        try:
+            seen = [_units(json.loads(a)) for a in got]
+        except (ValueError, RecursionError):
+            continue
+        for k in set().union(*seen):
+            if len({tuple(x.get(k, ())) for x in seen}) > 1:
+                varied.add(k)
+    out = frozenset(varied)
+    if len(_VARIED) > 512:
+        _VARIED.clear()
+    _VARIED[id(st)] = (st, len(st.answers), out)
+    return out
+
+
+def _units(value: Any, path: str = "", depth: int = 0) -> dict[str, list[str]]:
+    """A parsed answer's leaf values by the unit each sits in: its path of field names (`_unit_path`: a list's
+    items as one, "" for a bare value), a JSON text as what it holds (review rev48r, H1), and for a text each
+    line apart (`_lines`): a text that varied in one line varied there only."""
+    out: dict[str, list[str]] = {}
+    if depth > 6:
+        return out
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            for f, vs in _units(v, _unit_path(path, value, k), depth + 1).items():
+                out.setdefault(f, []).extend(vs)
+    elif isinstance(value, list):
+        for v in value:
+            for f, vs in _units(v, path, depth + 1).items():
+                out.setdefault(f, []).extend(vs)
+    elif isinstance(value, str):
+        held = _json_text(value)
+        if held is not None:
+            return _units(held, path, depth + 1)
+        for unit, line in _lines(value, path):
+            out.setdefault(unit, []).append(line)
+    else:
+        out[path] = [json.dumps(value)]
+    return out
+
+
+def _unit_path(path: str, record: Mapping[Any, Any], key: Any) -> str:
+    """The unit of a record's field: the path to the record and the field's name, and for a record that names
+    itself by a ``name`` or ``key`` beside a ``value`` (an attribute list's ``{"name": "price_eur", "value":
+    42}``) that name too: a stock that varied says nothing of the price beside it (review rev48r, M2)."""
+    if len(record) > 4:
+        return f"{path}.{key}"
+    fields = {str(k).casefold(): v for k, v in record.items()}
+    if fields.keys() & _VALUE_FIELDS:
+        for label in ("name", "key"):
+            own = fields.get(label)
+            if label != str(key).casefold() and isinstance(own, str) and len(own) <= 60:
+                return f"{path}.{own}.{key}"
+    return f"{path}.{key}"
+
+
+_VALUE_FIELDS = frozenset({"value", "values", "val"})
+"""The field beside a ``name`` or ``key`` that makes a record a named value (`_unit_path`)."""
+
+
+def _json_text(value: str) -> Any:
+    """What a text that is JSON holds (a tool answering ``json.dumps({...})``), else None."""
+    stripped = value.strip()
+    if stripped[:1] not in "{[":
+        return None
+    try:
+        held = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return held if isinstance(held, (Mapping, list)) else None
+
+
+def _lines(text: str, field: str) -> Iterator[tuple[str, str]]:
+    """A text's lines, each with its unit: the field's name and the line's label (``Checked: 10:07`` under
+    ``checked``), or else its place among the text's unlabelled lines."""
+    plain = 0
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        label = _LABEL.match(line)
+        if label is None:
+            plain += 1
+        yield f"{field}\n{label.group(1).casefold() if label else plain}", line
+
+
+_LABEL = re.compile(r"([^\W\d][^:=\n]{0,40}?)\s*[:=]\s")
+"""A text line's label: a few words ahead of a colon or an equals sign and a space (``Price: 42 EUR``; not the
+colon of a time, ``10:07``)."""
+
+
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
     """Whether the answer differs from the passing run's only in ids the step mints on every call (a booking
     tool's ``booking=BK-7031`` where the same request got ``BK-7003``): a new id per call, new
@@ -146,6 +288,15 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
         mine = _masked(json.loads(now), minted)
         return any(_masked(json.loads(old), minted) == mine for old in answers)
     except (ValueError, RecursionError):
+        # An answer cut for its size no longer parses: its minted fields are masked in its text, and the two
+        # compared as far as both go (review rev47r, L1: a ledger's minted ``ref`` made every call "changed").
+        cut = re.compile(r'"(' + "|".join(map(re.escape, minted)) + r')": ("(?:[^"\\]|\\.)*"|-?[\d.eE+]+)')
+        mine_text = cut.sub(r'"\1": ""', now)
+        for old in answers:
+            theirs = cut.sub(r'"\1": ""', old)
+            end = min(len(mine_text), len(theirs))
+            if len(now) >= 20_000 and mine_text[:end] == theirs[:end]:
+                return True
         return False
 
 
@@ -217,6 +368,234 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
     # The other request named something of its own (another store) that the part does not name: the
     # part is not about it.  Requests that differ only in numbers leave that unsaid.
     return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
+
+
+def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> bool:
+    """Whether an answer another request also got says it answers this one: it names this request's own value
+    in every field where the two requests differ (`_echoes`), and, for a request written as free text, its own
+    words (`_names_words`).  Two requests about one subject get one answer (the quote for a lock type asked at
+    two times of day, the listing that holds both stations a name search matched).  A field both requests
+    share, echoed (the date a weather tool that ignores the city repeats), or one of two fields that differ,
+    says nothing about which request it answers (review rev47r, H2): the answer may follow the field it does
+    not name.  A field passing requests differed in alone while they got one value under the answer's same key
+    (the hour a fare is asked at) is one that part of the answer does not follow; a notice every answer
+    carries follows no field, and says so of its own key only (review rev47r2, H-a)."""
+    try:
+        theirs = json.loads(other)
+    except (ValueError, RecursionError):
+        return False
+    try:
+        got = json.loads(part)
+    except (ValueError, RecursionError):
+        got = part
+    mine_f, mine_w, mine_p = _asked_units(asked)
+    theirs_f, theirs_w, theirs_p = _asked_units(theirs)
+    differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
+    _, _, by_key, shown = _requests_of(st)
+    loose = set(by_key.get(None, frozenset()) | by_key.get(key, frozenset()))
+    for f in differ - loose:
+        # This request's own subject got one answer for two values of the field (one SKU's price on two
+        # dates): for it, the field is one the part does not follow.
+        subject = _subject(mine_f, mine_w, f)
+        if any(subject in shown.get(k, {}).get(f, ()) for k in (None, key)):
+            loose.add(f)
+    if differ and differ <= loose and mine_w == theirs_w:
+        # The requests differ only in fields passing requests differed in alone and got this part alike.
+        return True
+    own = {f: mine_f[f] - theirs_f.get(f, set()) for f in differ - loose if f in mine_f}
+    own = {f: vs for f, vs in own.items() if vs}
+    words = {w for w in mine_w - theirs_w if _rare(w, st)}
+    if not own and not words:
+        # Nothing this request asked alone that an answer could name: nothing says it is this request's.
+        return False
+    if not _echoes(got, own, whole=key is None):
+        return False
+    return not words or _names_words(got, part, words, mine_p - theirs_p)
+
+
+def _echoes(got: Any, own: Mapping[str, set[str]], whole: bool) -> bool:
+    """Whether an answer (or a part of it) echoes each of this request's own values under the field's name at
+    its top (its own fields, or its records' in a list): a value nested deeper names something else (a
+    manager's ``employee_id`` in the record of the employee the request did not ask for; review rev48r, H2),
+    and a small one (a number under 1000, a text of three characters) names a whole answer only (a kennel's
+    id 3 is no echo of a request for dog 3; review rev47r2, H-b)."""
+    top = _top_fields(got)
+    for f, vs in own.items():
+        seen = {v for v in vs & top.get(f, set()) if whole or not _small(v)}
+        if not seen:
+            return False
+    return True
+
+
+def _small(text: str) -> bool:
+    """Whether a request's value is too small to name it wherever it sits: a number under 1000, a short text."""
+    return len(text) <= 3 or (_NUMBER.fullmatch(text) is not None and abs(float(text)) < 1000)
+
+
+def _top_fields(value: Any) -> dict[str, set[str]]:
+    """`_fields_of` for the fields at the top of an answer: its own, or its records' when it is a list (a field
+    holding a list of values holds each)."""
+    if isinstance(value, str) and value.strip()[:1] in "{[":
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return {}
+    if isinstance(value, Mapping):
+        records = [value]
+    elif isinstance(value, list):
+        records = [v for v in value[:200] if isinstance(v, Mapping)]
+    else:
+        return {}
+    out: dict[str, set[str]] = {}
+    for record in records:
+        for k, v in record.items():
+            items = v[:200] if isinstance(v, list) else [v]
+            for item in items:
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    for field, text in _leaves(item, str(k)):
+                        out.setdefault(field, set()).add(text.strip().casefold())
+    return out
+
+
+def _names_words(got: Any, part: str, words: set[str], phrases: set[str]) -> bool:
+    """Whether an answer names a free-text request by its own rare ``words``: two of them, or one that is an
+    id (letters and digits: ``AC-12``), or the request's own text whole as one of the answer's values (the
+    quay a name search asked for, listed).  One shared word (a warranty a refund article mentions in passing)
+    is no answer to a question about a warranty (review rev47r2, H-c)."""
+    shared = words & set(_WORD.findall(part.casefold()))
+    if len(shared) >= 2 or any(_SHAPE_DIGIT.search(w) and _SHAPE_ALPHA.search(w) for w in shared):
+        return True
+    if not phrases:
+        return False
+    values = {" ".join(v.split()) for vs in _fields_of(got).values() for v in vs}
+    return bool(phrases & values)
+
+
+_WORD = re.compile(r"\w[\w.-]*\w")
+
+
+def _rare(word: str, st: _StepStats) -> bool:
+    """Whether a word of a free-text request can name it: no function word (the lexicon's), and held by at
+    most one passing request or under a quarter of them (a word most requests hold, "weather" or "report",
+    names none; review rev47r, H1)."""
+    if word in _FUNCTION_WORDS:
+        return False
+    n, counts, _, _ = _requests_of(st)
+    held = counts.get(word, 0)
+    return held <= 1 or held * 4 < n
+
+
+_FUNCTION_WORDS = ENGLISH.stopwords | ENGLISH.short_stopwords
+
+
+_Subject = frozenset[tuple[str, frozenset[str]]]
+_Requests = tuple[
+    int, dict[str, int], Mapping[str | None, frozenset[str]], Mapping[str | None, Mapping[str, set[_Subject]]]
+]
+"""How many passing requests; in how many each free-text word occurs; per key of the answer (None: the whole),
+the fields no value under it followed (shown by two subjects), and per field the subjects that showed it."""
+
+_REQUESTS: dict[int, tuple[_StepStats, int, _Requests]] = {}
+"""Per step profile (by identity, with the count of its parts when read): what its passing requests show."""
+
+
+def _requests_of(st: _StepStats) -> _Requests:
+    """What a step's passing requests show, read once per profile (asked of every old-answer candidate,
+    re-reading every request each time was quadratic in a tool's calls; review rev47r, H3b): how many there
+    are, in how many each free-text word occurs, and per key of the answer the fields in which a request that
+    got the same value under it as another differed from that one alone (the hour a fare is asked at), shown
+    by two subjects (other values of the other fields) at least: fields the value under that key does not
+    follow.  Each part's requests are compared with its first (linear)."""
+    hit = _REQUESTS.get(id(st))
+    if hit is not None and hit[0] is st and hit[1] == len(st.parts):
+        return hit[2]
+    read: dict[str, tuple[dict[str, set[str]], set[str], set[str]]] = {}
+    for got in st.parts.values():
+        for r in got:
+            if r not in read:
+                try:
+                    read[r] = _asked_units(json.loads(r))
+                except (ValueError, RecursionError):
+                    read[r] = ({}, set(), set())
+    counts: dict[str, int] = {}
+    for _, ws, _ in read.values():
+        for w in ws:
+            counts[w] = counts.get(w, 0) + 1
+    subjects: dict[str | None, dict[str, set[_Subject]]] = {}
+    for part, got in st.parts.items():
+        first, *rest = [read[r] for r in got] or [({}, set(), set())]
+        fa, wa, _ = first
+        for fb, wb, _ in rest:
+            differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
+            if len(differ) == 1 and wa == wb:
+                (f,) = differ
+                subjects.setdefault(st.part_keys.get(part), {}).setdefault(f, set()).add(_subject(fa, wa, f))
+    # One subject's answer alike on two dates (a price that did not change) is no sign that the answer does
+    # not follow the date for every subject: two subjects must show it, or the one asking (review rev48r, M1).
+    loose = {k: frozenset(f for f, seen in by.items() if len(seen) >= 2) for k, by in subjects.items()}
+    out = (len(read), counts, loose, subjects)
+    if len(_REQUESTS) > 512:
+        _REQUESTS.clear()
+    _REQUESTS[id(st)] = (st, len(st.parts), out)
+    return out
+
+
+def _subject(fields: Mapping[str, set[str]], words: set[str], field: str) -> _Subject:
+    """What a request asked about besides ``field``: its other fields' values and its words."""
+    return frozenset((g, frozenset(vs)) for g, vs in fields.items() if g != field) | {("", frozenset(words))}
+
+
+def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str], set[str]]:
+    """What a request asks about, case-folded: its fields' values by field name (texts of three characters or
+    more, and numbers), the words (three characters or more) of its free texts (ones with spaces: an answer
+    echoes no field of a sentence), and those free texts whole (spaces made one).  A text that is JSON (an
+    agent used as a tool takes its arguments so) is read as its fields."""
+    fields: dict[str, set[str]] = {}
+    words: set[str] = set()
+    phrases: set[str] = set()
+    for field, v in _leaves(value):
+        text = v.strip().casefold()
+        if any(c.isspace() for c in text):
+            words.update(w for w in _WORD.findall(text) if len(w) >= 3)
+            phrases.add(" ".join(text.split()))
+        elif len(text) >= 3 or _NUMBER.fullmatch(text):
+            fields.setdefault(field, set()).add(text)
+    return fields, words, phrases
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
+    """The text and number leaves of a value (numbers as text) with the name of the field each sits under (a
+    list's items under the list's)."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in "{[":
+            try:
+                yield from _leaves(json.loads(stripped), field, depth + 1)
+                return
+            except (ValueError, RecursionError):
+                pass
+        yield field.casefold(), value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield field.casefold(), format(value, "g") if isinstance(value, float) else str(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(v, str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v, field, depth + 1)
+
+
+def _fields_of(value: Any) -> dict[str, set[str]]:
+    """An answer's text and number values by the name of the field each sits under, at any depth, case-folded."""
+    out: dict[str, set[str]] = {}
+    for field, v in _leaves(value):
+        out.setdefault(field, set()).add(v.strip().casefold())
+    return out
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:

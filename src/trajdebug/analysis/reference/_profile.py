@@ -100,6 +100,9 @@ class _StepStats:
     empty: int = 0
     parts: dict[str, dict[str, str]] = field(default_factory=dict)
     """Large parts of its outputs (canonical text) -> the requests that got them -> the run."""
+    part_keys: dict[str, str | None] = field(default_factory=dict)
+    """Per large part (``parts``), the top-level key of the answer it first sat under (None: the whole answer):
+    what each key of an answer follows is read apart (`_answers._requests_of`)."""
     fields: dict[str, _FieldStats] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -263,7 +266,8 @@ def _observe(
 ) -> None:
     if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
         request = _canon(semantic(s, s.input))
-        for part in _large_parts(semantic(s, s.output)):
+        for key, part in keyed_parts(semantic(s, s.output)):
+            st.part_keys.setdefault(part, key)
             got = st.parts.setdefault(part, {})
             if len(got) < 3:
                 got.setdefault(request, run_id)
@@ -443,13 +447,9 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
         st.sizes.append(ob.size)
 
 
-def _large_parts(value: Any) -> list[str]:
-    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
-    return [part for _, part in keyed_parts(value)]
-
-
 def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
-    """`_large_parts` with the key each top-level value sits under (None for the whole answer)."""
+    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical, with
+    the key each top-level value sits under (None for the whole answer)."""
     out: list[tuple[str | None, str]] = []
     whole = _canon(value)
     if len(whole) >= 40:
