@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -1776,6 +1777,96 @@ class TestRecordedAgentsNarrowings:
         passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp"), buy("fan")]
         bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
         assert "reference:same-input" in _signals_of(bad, pool, "get_quote")
+
+    def test_a_list_whose_order_or_count_varied_still_deviates_in_a_record_present_in_both(self, tmp_path: Path) -> None:
+        """A room-rate tool listing a hotel's rooms most-booked first (or leaving out a sold-out suite): hotel A's
+        list came in two orders (and counts) in passing runs, and hotel B's double room now has another rate.  The
+        records are lined up by their room, so a reorder, or a room more or fewer, varies nothing of the rooms
+        present in both: the rate never varied (rev48r2, H1).  A reordered list alike otherwise is no deviation."""
+        rates = {"H-A": {"single": 80, "double": 110, "suite": 220}, "H-B": {"single": 70, "double": 95, "suite": 180}}
+        booked = {h: dict.fromkeys(v, 0) for h, v in rates.items()}
+        state: dict[str, Any] = {"stale": None, "drop": False}
+
+        @trajdebug.step(kind="tool")
+        def room_rates(hotel: str) -> dict[str, Any]:
+            rooms = sorted(rates[hotel], key=lambda r: -booked[hotel][r])
+            if state["drop"]:
+                rooms = [r for r in rooms if r != "suite" or booked[hotel][r] < 1]
+            stale = state["stale"]
+            return {"hotel": hotel, "rooms": [{"room": r, "rate_eur": stale if stale and r == "double" else rates[hotel][r]} for r in rooms]}
+
+        @trajdebug.step(kind="other")
+        def book(offer: dict[str, Any], room: str, budget: int) -> str:
+            rate = next(x["rate_eur"] for x in offer["rooms"] if x["room"] == room)
+            if rate * 2 > budget:
+                raise ValueError(f"{rate * 2} EUR is over the budget of {budget} EUR")
+            booked[offer["hotel"]][room] += 1
+            return "booked"
+
+        def trip(hotel: str, room: str, budget: int = 300, stale: int | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                book(room_rates(hotel), room, budget)
+            return f"{hotel} {room}", body
+
+        for drop in (False, True):
+            for b in booked.values():
+                b.update(dict.fromkeys(b, 0))
+            state["drop"] = drop
+            passing = [trip("H-A", "suite", 500), trip("H-B", "single"), trip("H-A", "double"), trip("H-B", "double")]
+            name = f"hotel-{drop}"
+            bad, pool = _recorded(tmp_path / f"{name}.jsonl", name, [*passing, trip("H-B", "double", 200, stale=125)])
+            assert "reference:same-input" in _signals_of(bad, pool, "room_rates")
+        for b in booked.values():
+            b.update(dict.fromkeys(b, 0))
+        state["drop"] = False
+        passing = [trip("H-A", "double"), trip("H-B", "single"), trip("H-A", "suite", 500), trip("H-B", "double")]
+        bad, pool = _recorded(tmp_path / "reordered.jsonl", "hotel", [*passing, trip("H-A", "double", 100)])
+        assert "reference:same-input" not in _signals_of(bad, pool, "room_rates")
+
+    @pytest.mark.parametrize("form", ["repr", "xml", "csv", "markdown"])
+    def test_a_one_line_answer_whose_time_varied_still_deviates_in_its_price(self, tmp_path: Path, form: str) -> None:
+        """A quote tool answering one line of text as agent tools give it (``str(dict)``, one XML element, a CSV or
+        markdown table's row), whose passing runs read the lamp's quote at two times: the text is read as its
+        fields (by `ast.literal_eval`, an XML parser, the table's header), so only ``checked`` varied, and the
+        kettle's quote with another price now deviates (rev48r2, H2); one differing in its time only does not."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31, "fan": 19}
+        state = {"clock": 0, "stale": 0}
+
+        def render(quote: dict[str, Any]) -> str:
+            cells = [str(v) for v in quote.values()]
+            if form == "repr":
+                return str(quote)
+            if form == "xml":
+                return "<quote>" + "".join(f"<{k}>{v}</{k}>" for k, v in quote.items()) + "</quote>"
+            if form == "csv":
+                return ",".join(quote) + "\r\n" + ",".join(cells) + "\r\n"
+            return "| " + " | ".join(quote) + " |\n|---|---|---|---|\n| " + " | ".join(cells) + " |"
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return render({"item": item, "price_eur": price, "currency": "EUR", "checked": f"10:{state['clock'] % 60:02d}"})
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: str, budget: int) -> str:
+            price = int(re.findall(r"\b\d\d\b", quote)[0])
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0, budget: int = 45) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(get_quote(item), budget)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp"), buy("fan")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert "reference:same-input" in _signals_of(bad, pool, "get_quote")
+        bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
+        assert "reference:same-input" not in _signals_of(bad, pool, "get_quote")
 
     def test_an_id_nested_in_another_requests_record_does_not_name_this_request(self, tmp_path: Path) -> None:
         """An HR lookup whose cache is keyed by team answers the manager's request with her report's record, which

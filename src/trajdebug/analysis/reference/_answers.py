@@ -16,6 +16,15 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
+from trajdebug.analysis.reference._fields import (
+    _NUMBER,
+    _blanked,
+    _fields_of,
+    _leaves,
+    _request_values,
+    _units,
+    _varied_among,
+)
 from trajdebug.analysis.reference._profile import (
     Profile,
     StepKey,
@@ -159,23 +168,6 @@ def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
         return False
 
 
-def _blanked(value: Any, varied: frozenset[str], path: str = "", depth: int = 0) -> Any:
-    """A parsed answer with the values in the ``varied`` units (`_units`) blanked out, its shape kept (a text
-    as its lines, a JSON text as what it holds)."""
-    if depth > 6:
-        return value
-    if isinstance(value, Mapping):
-        return {k: _blanked(v, varied, _unit_path(path, value, k), depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blanked(v, varied, path, depth + 1) for v in value]
-    if isinstance(value, str):
-        held = _json_text(value)
-        if held is not None:
-            return _blanked(held, varied, path, depth + 1)
-        return ["" if unit in varied else line for unit, line in _lines(value, path)]
-    return "" if path in varied else value
-
-
 _VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
 """Per step profile (by identity, with the count of its requests when read): the units its answers varied in."""
 
@@ -194,87 +186,12 @@ def _varied_of(st: _StepStats) -> frozenset[str]:
             seen = [_units(json.loads(a)) for a in got]
         except (ValueError, RecursionError):
             continue
-        for k in set().union(*seen):
-            if len({tuple(x.get(k, ())) for x in seen}) > 1:
-                varied.add(k)
+        varied |= _varied_among(seen)
     out = frozenset(varied)
     if len(_VARIED) > 512:
         _VARIED.clear()
     _VARIED[id(st)] = (st, len(st.answers), out)
     return out
-
-
-def _units(value: Any, path: str = "", depth: int = 0) -> dict[str, list[str]]:
-    """A parsed answer's leaf values by the unit each sits in: its path of field names (`_unit_path`: a list's
-    items as one, "" for a bare value), a JSON text as what it holds (review rev48r, H1), and for a text each
-    line apart (`_lines`): a text that varied in one line varied there only."""
-    out: dict[str, list[str]] = {}
-    if depth > 6:
-        return out
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            for f, vs in _units(v, _unit_path(path, value, k), depth + 1).items():
-                out.setdefault(f, []).extend(vs)
-    elif isinstance(value, list):
-        for v in value:
-            for f, vs in _units(v, path, depth + 1).items():
-                out.setdefault(f, []).extend(vs)
-    elif isinstance(value, str):
-        held = _json_text(value)
-        if held is not None:
-            return _units(held, path, depth + 1)
-        for unit, line in _lines(value, path):
-            out.setdefault(unit, []).append(line)
-    else:
-        out[path] = [json.dumps(value)]
-    return out
-
-
-def _unit_path(path: str, record: Mapping[Any, Any], key: Any) -> str:
-    """The unit of a record's field: the path to the record and the field's name, and for a record that names
-    itself by a ``name`` or ``key`` beside a ``value`` (an attribute list's ``{"name": "price_eur", "value":
-    42}``) that name too: a stock that varied says nothing of the price beside it (review rev48r, M2)."""
-    if len(record) > 4:
-        return f"{path}.{key}"
-    fields = {str(k).casefold(): v for k, v in record.items()}
-    if fields.keys() & _VALUE_FIELDS:
-        for label in ("name", "key"):
-            own = fields.get(label)
-            if label != str(key).casefold() and isinstance(own, str) and len(own) <= 60:
-                return f"{path}.{own}.{key}"
-    return f"{path}.{key}"
-
-
-_VALUE_FIELDS = frozenset({"value", "values", "val"})
-"""The field beside a ``name`` or ``key`` that makes a record a named value (`_unit_path`)."""
-
-
-def _json_text(value: str) -> Any:
-    """What a text that is JSON holds (a tool answering ``json.dumps({...})``), else None."""
-    stripped = value.strip()
-    if stripped[:1] not in "{[":
-        return None
-    try:
-        held = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return None
-    return held if isinstance(held, (Mapping, list)) else None
-
-
-def _lines(text: str, field: str) -> Iterator[tuple[str, str]]:
-    """A text's lines, each with its unit: the field's name and the line's label (``Checked: 10:07`` under
-    ``checked``), or else its place among the text's unlabelled lines."""
-    plain = 0
-    for line in filter(None, (x.strip() for x in text.splitlines())):
-        label = _LABEL.match(line)
-        if label is None:
-            plain += 1
-        yield f"{field}\n{label.group(1).casefold() if label else plain}", line
-
-
-_LABEL = re.compile(r"([^\W\d][^:=\n]{0,40}?)\s*[:=]\s")
-"""A text line's label: a few words ahead of a colon or an equals sign and a space (``Price: 42 EUR``; not the
-colon of a time, ``10:07``)."""
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
@@ -561,56 +478,6 @@ def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str], set[str]]:
         elif len(text) >= 3 or _NUMBER.fullmatch(text):
             fields.setdefault(field, set()).add(text)
     return fields, words, phrases
-
-
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
-    """The text and number leaves of a value (numbers as text) with the name of the field each sits under (a
-    list's items under the list's)."""
-    if depth > 6:
-        return
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in "{[":
-            try:
-                yield from _leaves(json.loads(stripped), field, depth + 1)
-                return
-            except (ValueError, RecursionError):
-                pass
-        yield field.casefold(), value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield field.casefold(), format(value, "g") if isinstance(value, float) else str(value)
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _leaves(v, str(k), depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v, field, depth + 1)
-
-
-def _fields_of(value: Any) -> dict[str, set[str]]:
-    """An answer's text and number values by the name of the field each sits under, at any depth, case-folded."""
-    out: dict[str, set[str]] = {}
-    for field, v in _leaves(value):
-        out.setdefault(field, set()).add(v.strip().casefold())
-    return out
-
-
-def _request_values(value: Any, depth: int = 0) -> list[str]:
-    """The text values of a request (ids, names: 3 characters or more), up to 200."""
-    if isinstance(value, str):
-        return [value] if len(value.strip()) >= 3 else []
-    if depth > 4:
-        return []
-    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
-    out: list[str] = []
-    for v in items:
-        out.extend(_request_values(v, depth + 1))
-        if len(out) >= 200:
-            break
-    return out[:200]
 
 
 __all__ = ["answer_checks", "unkeyed"]
