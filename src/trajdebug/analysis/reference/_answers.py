@@ -18,12 +18,11 @@ from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._fields import (
     _NUMBER,
-    _blanked,
+    _changes_among,
     _fields_of,
     _leaves,
     _request_values,
     _units,
-    _varied_among,
 )
 from trajdebug.analysis.reference._profile import (
     Profile,
@@ -65,12 +64,13 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not _minted_only(st, now, answers)
         and not origin
         and not _reads_unrecorded(step, steps)
-        and not _answers_vary(st, now, answers)
     ):
+        weight = _weight(st, now, answers)
         yield Evidence(
             step.step_id,
-            0.65 if step.kind != "llm" else 0.4,
-            f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
+            (0.65 if step.kind != "llm" else 0.4) * weight,
+            f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently"
+            + (f" (where its passing answers to one request changed too: weighed x{weight:.2f})" if weight < 1 else ""),
             "reference:same-input",
         )
     if step.kind in OBSERVATION_KINDS and st.parts:
@@ -150,44 +150,53 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
     return out
 
 
-def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
-    """Whether the answer now differs from this request's passing one only in fields (lines of a text) that
-    varied among some one request's passing answers (ids it mints on every call aside): the step answers those
-    from more than its request (a live reading, a count that falls as a run sells, the time a board was read),
-    so another value there now is how it behaves, not a changed environment.  A field or line that never varied
-    (the item a stock lookup answers about, a price line beside a time line) still tells, whatever varied
-    elsewhere (reviews rev47r H3, rev47r2 H-d), and so does the answer's shape (a record or a line more or
-    fewer).  An answer that does not parse (cut for its size) tells nothing."""
-    varied = _varied_of(st)
-    if not varied:
-        return False
+def _weight(st: _StepStats, now: str, answers: Mapping[str, str]) -> float:
+    """How much the answer's change tells, 0 to 1: one less the chance that every unit (`_units`: a field, a
+    text's line or token) it changed in changes so anyway, read from how often each changed when a passing run
+    repeated a request (`_variation_of`).  A unit that never changed (the price beside a board's time) tells
+    fully; a live reading that changed on every repeat tells little, never nothing: a change nothing else
+    explains still ranks.  Masking the units that varied instead hid true roots wherever the units were read
+    wrong (a sentence's tokens shifted by a longer phrase, review rev48r3), so they are weighed, not dropped.
+    An answer that does not parse (cut for its size), or a change no unit shows, tells fully."""
+    changes, repeats = _variation_of(st)
+    if not changes:
+        return 1.0
     try:
-        mine = _blanked(json.loads(now), varied)
-        return any(_blanked(json.loads(old), varied) == mine for old in answers)
+        differ = _changes_among([_units(json.loads(now)), _units(json.loads(next(iter(answers))))])
     except (ValueError, RecursionError):
-        return False
+        return 1.0
+    explained = 1.0
+    for unit in differ:
+        explained *= changes.get(unit, 0) / (repeats + 1)
+    return 1.0 - explained if differ else 1.0
 
 
-_VARIED: dict[int, tuple[_StepStats, int, frozenset[str]]] = {}
-"""Per step profile (by identity, with the count of its requests when read): the units its answers varied in."""
+_VARIED: dict[int, tuple[_StepStats, int, tuple[dict[str, int], int]]] = {}
+"""Per step profile (by identity, with the count of its requests when read): its units' changes, its repeats."""
 
 
-def _varied_of(st: _StepStats) -> frozenset[str]:
-    """The units (`_units`) in which some one request's passing answers differed, read once per profile (asked
-    of every step that answered its request otherwise: re-reading every answer each time was quadratic)."""
+def _variation_of(st: _StepStats) -> tuple[dict[str, int], int]:
+    """How often a step's passing answers changed when a request was repeated: per unit (`_units`), the changes
+    summed over its requests (`_changes_among`), and the repeats (a request made n times, n - 1), read once per
+    profile (asked of every step that answered its request otherwise: re-reading every answer each time was
+    quadratic).  A one-off change among many repeats (one request's stock that fell) is weighed by its rate,
+    not as a unit that always varies (the pooled masking did, for every request)."""
     hit = _VARIED.get(id(st))
     if hit is not None and hit[0] is st and hit[1] == len(st.answers):
         return hit[2]
-    varied: set[str] = set()
-    for got in st.answers.values():
+    changes: dict[str, int] = {}
+    repeats = 0
+    for asked, got in st.answers.items():
+        repeats += max(st.asks.get(asked, 1), len(got)) - 1
         if len(got) < 2:
             continue
         try:
             seen = [_units(json.loads(a)) for a in got]
         except (ValueError, RecursionError):
             continue
-        varied |= _varied_among(seen)
-    out = frozenset(varied)
+        for unit, n in _changes_among(seen).items():
+            changes[unit] = changes.get(unit, 0) + n
+    out = (changes, repeats)
     if len(_VARIED) > 512:
         _VARIED.clear()
     _VARIED[id(st)] = (st, len(st.answers), out)

@@ -2,7 +2,7 @@
 
 An answer's leaf values by the unit each sits in (its path of field names, a named value's name, a text's
 labelled line and its tokens), each with the record it belongs to in a list of records (lined up by an id- or
-name-like field, not by place), and the answer with the units that varied blanked.  A text is read as what it
+name-like field, not by place), and how often each unit changed among answers.  A text is read as what it
 holds where it holds fields: JSON, a Python literal (``str(dict)``), one XML element, a CSV or markdown table.
 And the text and number leaves of a request or an answer by field name, a request's text values.  Split from
 `_answers`, which judges with them.
@@ -22,28 +22,6 @@ from typing import Any
 
 _Units = dict[str, list[tuple[str, str]]]
 """Leaf values by unit, each with its record's key in a list of records lined up by one ("" elsewhere)."""
-
-
-def _blanked(value: Any, varied: frozenset[str], path: str = "", depth: int = 0) -> Any:
-    """A parsed answer with the values in the ``varied`` units (`_units`) blanked out, its shape kept (a text
-    as what it holds, else as its lines' tokens); a list of records whose order varied as its records by key."""
-    if depth > 6:
-        return value
-    if isinstance(value, Mapping):
-        return {k: _blanked(v, varied, _unit_path(path, value, k), depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        items = [_blanked(v, varied, path, depth + 1) for v in value]
-        key = _record_key(value)
-        if key is not None and f"{path}\n#order" in varied:
-            return sorted(zip((_cell(r[key]) for r in value), map(json.dumps, items)))
-        return items
-    if isinstance(value, str):
-        held = _text_fields(value)
-        if held is not None:
-            return _blanked(held, varied, path, depth + 1)
-        lines = _lines(value, path)
-        return [["" if unit in varied else token for unit, token in _tokens(line, at)] for at, line in lines]
-    return "" if path in varied else value
 
 
 def _units(value: Any, path: str = "", depth: int = 0, record: str = "") -> _Units:
@@ -80,27 +58,29 @@ def _units(value: Any, path: str = "", depth: int = 0, record: str = "") -> _Uni
     return out
 
 
-def _varied_among(seen: Sequence[_Units]) -> set[str]:
-    """The units in which some of one request's answers (``seen``, each read by `_units`) differ: a unit under
-    no list of records by its values in order (absent counts as empty); one under a list of records by each
-    record's values, among the answers that hold that record."""
-    varied: set[str] = set()
+def _changes_among(seen: Sequence[_Units]) -> dict[str, int]:
+    """How many times each unit changed among some of one request's answers (``seen``, each read by `_units`;
+    units that never changed left out): a unit under no list of records by its values in order (absent counts
+    as empty), its distinct values less one; one under a list of records by each record's values, among the
+    answers that hold that record (a record more or fewer, or another order, changes ``#order`` only), the
+    most any record changed."""
+    changes: dict[str, int] = {}
     for k in set().union(*seen):
         got = [x.get(k, []) for x in seen]
         if not all(r for vs in got for r, _ in vs):
-            if len({tuple(v for _, v in vs) for vs in got}) > 1:
-                varied.add(k)
-            continue
-        by_record: dict[str, set[tuple[str, ...]]] = {}
-        for vs in got:
-            mine: dict[str, list[str]] = {}
-            for r, v in vs:
-                mine.setdefault(r, []).append(v)
-            for r, held in mine.items():
-                by_record.setdefault(r, set()).add(tuple(held))
-        if any(len(x) > 1 for x in by_record.values()):
-            varied.add(k)
-    return varied
+            n = len({tuple(v for _, v in vs) for vs in got}) - 1
+        else:
+            by_record: dict[str, set[tuple[str, ...]]] = {}
+            for vs in got:
+                mine: dict[str, list[str]] = {}
+                for r, v in vs:
+                    mine.setdefault(r, []).append(v)
+                for r, held in mine.items():
+                    by_record.setdefault(r, set()).add(tuple(held))
+            n = max((len(x) - 1 for x in by_record.values()), default=0)
+        if n > 0:
+            changes[k] = n
+    return changes
 
 
 def _record_key(items: list[Any]) -> str | None:

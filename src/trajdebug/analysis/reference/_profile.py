@@ -96,6 +96,9 @@ class _StepStats:
     n: int = 0
     runs: set[str] = field(default_factory=set)
     answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    asks: dict[str, int] = field(default_factory=dict)
+    """How many times each request of ``answers`` was made: the repeats its answers' changes are counted
+    against (`_answers._variation_of`)."""
     schemas: dict[frozenset[str], int] = field(default_factory=dict)
     empty: int = 0
     parts: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -274,6 +277,7 @@ def _observe(
     asked = answer_key(asked_of(s, steps))
     if len(st.answers) < 500:
         seen = st.answers.setdefault(asked, {})
+        st.asks[asked] = st.asks.get(asked, 0) + 1
         if len(seen) < 4:
             seen.setdefault(answer_key(semantic(s, s.output)), run_id)
     _apply(st, _record(s, view, run_id), asked)
