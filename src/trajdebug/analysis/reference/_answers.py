@@ -151,13 +151,19 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
 
 
 def _weight(st: _StepStats, now: str, answers: Mapping[str, str]) -> float:
-    """How much the answer's change tells, 0 to 1: one less the chance that every unit (`_units`: a field, a
-    text's line or token) it changed in changes so anyway, read from how often each changed when a passing run
-    repeated a request (`_variation_of`).  A unit that never changed (the price beside a board's time) tells
-    fully; a live reading that changed on every repeat tells little, never nothing: a change nothing else
-    explains still ranks.  Masking the units that varied instead hid true roots wherever the units were read
-    wrong (a sentence's tokens shifted by a longer phrase, review rev48r3), so they are weighed, not dropped.
-    An answer that does not parse (cut for its size), or a change no unit shows, tells fully."""
+    """How much the answer's change tells, 0 to 1: the square of one less the chance that its change is one the
+    step makes anyway, read from how often each unit (`_units`: a field, a text's line or token) it changed in
+    changed when a passing run repeated a request (`_variation_of`).  That chance is the rate of the unit that
+    changed least: units that change together are often one change (a median beside the rates it is taken
+    from), so their rates are not multiplied.  A unit that never changed (the price beside a board's time)
+    keeps the finding whole; a live reading that changed on every repeat leaves little of it, never nothing: a
+    change nothing else explains still ranks.  Masking the units that varied instead hid true roots wherever
+    the units were read wrong (a sentence's tokens shifted by a longer phrase, review rev48r3), so they are
+    weighed, not dropped.  The square: a rate read from a few repeats (one changed of one, 0.5 with the one
+    unchanged repeat it is smoothed by) weighed a varying answer's change at half, enough to displace the root
+    on the development suites; squared it gives a quarter, and a stale price whose sentence shifted (0.25)
+    keeps 0.56, still first.  An answer that does not parse (cut for its size), or a change no unit shows,
+    tells fully."""
     changes, repeats = _variation_of(st)
     if not changes:
         return 1.0
@@ -165,10 +171,9 @@ def _weight(st: _StepStats, now: str, answers: Mapping[str, str]) -> float:
         differ = _changes_among([_units(json.loads(now)), _units(json.loads(next(iter(answers))))])
     except (ValueError, RecursionError):
         return 1.0
-    explained = 1.0
-    for unit in differ:
-        explained *= changes.get(unit, 0) / (repeats + 1)
-    return 1.0 - explained if differ else 1.0
+    if not differ:
+        return 1.0
+    return (1.0 - min(changes.get(unit, 0) for unit in differ) / (repeats + 1)) ** 2
 
 
 _VARIED: dict[int, tuple[_StepStats, int, tuple[dict[str, int], int]]] = {}
