@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trajdebug.analysis import analyze
 from trajdebug.analysis.diagnosers import registered_diagnosers
-from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.reference import Contrast
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
@@ -106,30 +106,6 @@ def test_a_value_finding_is_contrasted_by_the_shapes_of_its_values() -> None:
     (b,) = contrast.apply(step, [ident])
     assert a.suspicion == 0 and b == ident
     assert shape("'CLM-2219'") == shape("'INV-7'") != shape("0.93") == shape("0.5")
-
-
-
-def test_a_finding_about_fields_is_contrasted_only_by_findings_about_the_same_fields() -> None:
-    """A notes writer that leaves the visitor's remarks behind in every passing run loses that finding; the
-    day it leaves the badge number behind, which no passing run's writer left out, the finding stands."""
-
-    def writer(rid: str, left: str, start: int) -> Run:
-        s = Step("w", "file_visit", "state", input={"remarks": "quiet", "badge": "BD-4"}, output=None,
-                 start_ns=start, end_ns=start + 1)
-        return Run(rid, "reception", start, start + 2, outcome="success", steps=(s,), metadata={"left": left})
-
-    def leaves(step: Step, ctx: DiagnoseContext) -> list[Evidence]:
-        left = str(ctx.run.metadata["left"])
-        return [Evidence(step.step_id, 0.4, f"left out {left}", "state-write", about=(left,))]
-
-    passing = [writer(f"ok{i}", "remarks", 1000 * (i + 1)) for i in range(3)]
-    contrast = Contrast(passing, [("state-write", leaves)])
-    step = writer("bad", "badge", 9000).steps[0]
-    usual = Evidence("w", 0.4, "left out remarks", "state-write", about=("remarks",))
-    unusual = Evidence("w", 0.4, "left out badge", "state-write", about=("badge",))
-    (a,) = contrast.apply(step, [usual])
-    (b,) = contrast.apply(step, [unusual])
-    assert a.suspicion == 0 and b == unusual
 
 
 def test_a_model_turn_is_contrasted_with_the_turns_that_called_the_same_tools() -> None:

@@ -1147,34 +1147,6 @@ class TestDataSteps:
         assert writer({"AX-0101": []}) == []
         assert writer({})
 
-    def test_a_state_writes_finding_is_about_the_input_fields_it_left_out(self) -> None:
-        """A writer that stored a visit without its badge number says which input field it left out, by path (what
-        a contrast with passing runs of other visitors compares), and a model stating another value than its input
-        on a field says which field."""
-        run = _run(
-            Step("w", "file_visit", "state", input={"visit": {"name": "Ines Moreau", "badge": "BD-4", "room": "C2"}},
-                 output=None, attributes={"state_writes": ["visit"],
-                                          "state_values": {"visit": {"name": "Ines Moreau", "room": "C2", "floor": 3}}}),
-            Step("r", "print_pass", input={"name": "Ines Moreau"}, deps=(D("w", "state"),)),
-        )
-        [e] = [e for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
-        assert e.about == ("visit.badge",)
-        booking = Step("b", "read_visit", "tool", input={"visit": "V-7"}, output={"visit": "V-7", "room": "C2"})
-        said = Step("g", "generation", "llm", input={"visit": "V-7", "room": "C2"}, output={"room": "C9"}, deps=(D("b"),))
-        [c] = [e for e in _from(_verdict(_run(booking, said), "g"), "llm-output") if "but its input says" in e.reason]
-        assert c.about == ("room",)
-
-    def test_a_writer_leaving_out_a_record_keyed_by_an_id_is_about_the_records_path_not_the_id(self) -> None:
-        """A writer that stored a kennel's dogs without the one under pen key P-204 is about ``dogs.{}`` (each run
-        keys its pens by their own ids, like list items), so passing runs leaving out another pen compare alike."""
-        run = _run(
-            Step("w", "file_pens", "state", input={"dogs": {"P-203": "Bramble", "P-204": "Juniper"}}, output=None,
-                 attributes={"state_writes": ["dogs"], "state_values": {"dogs": {"P-203": "Bramble"}}}),
-            Step("r", "feed_plan", input={"dog": "Bramble"}, deps=(D("w", "state"),)),
-        )
-        [e] = [e for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
-        assert e.about == ("dogs.{}",)
-
     def test_a_stored_model_message_is_judged_on_what_its_content_says(self) -> None:
         """A writer handed a model's message whose content is JSON stored its values when it wrote the decoded
         record (the message's role is no value to store); one that wrote only part of the record lost the rest."""

@@ -46,10 +46,6 @@ class Evidence:
     own: bool = False
     """True when the finding is about a step's own code, every step inside it cleared: never moved onto the
     model call inside it that wrote its answer (`trajdebug.analysis._ranking`)."""
-    about: tuple[str, ...] = ()
-    """The fields of the step's input or output the finding is about, by path (a field it contradicts its input
-    on, the input fields a writer left out; list indices and keys that are data, ids or dates, made one): behaviour, comparable across runs of other inputs, which the
-    contrast with passing runs requires its counterparts' findings to share (`Contrast`)."""
 
 
 @dataclass(frozen=True, slots=True)

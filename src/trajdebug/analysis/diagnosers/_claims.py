@@ -310,7 +310,6 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
         f"states {k}={v!r} but its input says {w!r}",
         "llm-output",
         correction=(json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)),
-        about=(str(k),),
     )
 
 

@@ -375,7 +375,7 @@ def _children_index(run: Run) -> dict[str | None, list[Step]]:
 
 
 def _named(e: Evidence, name: str) -> Evidence:
-    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction, e.values, own=e.own, about=e.about)
+    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction, e.values, own=e.own)
 
 
 __all__ = [

@@ -326,21 +326,17 @@ def _channel_writer(step: Step, edges: list[Dependency]) -> bool:
 
 
 _INDEX = re.compile(r"\[\d+\]")
-_DATA_KEY = re.compile(r"(?:(?<=\.)|^)(?:\d|[^.\[\]]*\d[^.\[\]]*\d)[^.\[\]]*(?=\.|\[|$)")
-"""A key that is data, not a field name: one that starts with a digit or holds two digits (a room ``R103``, a
-day ``2031-04-01``, an item ``SKU-100``), unlike ``address2``."""
 
 
 def _lost_paths(step: Step) -> frozenset[str] | None:
-    """The paths of a writer's input (list items as one, records keyed by data as one: each run keys them by
-    its own ids, review rev47r M1) whose values are not in what it wrote (``attributes["state_values"]``);
-    None when no write was recorded."""
+    """The paths of a writer's input (list items as one) whose values are not in what it wrote
+    (``attributes["state_values"]``); None when no write was recorded."""
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written:
         return None
     text = content.text_of(written).lower()
     return frozenset(
-        _DATA_KEY.sub("{}", _INDEX.sub("[]", path))
+        _INDEX.sub("[]", path)
         for path, v in content.leaves(_with_json_read(content.without_markers(step.input)))
         if path.rsplit(".", 1)[-1] not in PROTOCOL_FIELDS and not (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6))
         and _values_of(v) and _lost([v], text)
@@ -398,15 +394,12 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
-    # The input fields it left out: a passing run's writer that left out others stored its part by design.
-    about = tuple(sorted(_lost_paths(step) or ()))
     if storing:
         yield Evidence(
             step.step_id,
             0.2 + 0.4 * frac,
             f"it stores what it is given, but {len(lost)} of the {len(values)} values it was given are not in what it wrote (e.g. {shown})",
             "state-write",
-            about=about,
         )
     else:
         yield Evidence(
@@ -414,7 +407,6 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
             0.05 + 0.1 * frac,
             f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
             "state-write",
-            about=about,
         )
 
 

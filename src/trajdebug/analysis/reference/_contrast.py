@@ -113,10 +113,7 @@ class Contrast:
         for e in found:
             if e.suspicion > 0 and not e.sound:
                 fired = sum(1 for rules in seen if e.diagnoser in rules)
-                # A finding about fields (the one its output contradicts its input on, the ones a writer left
-                # out) is shown by passing runs only on those fields: a writer that always leaves its notes
-                # behind says nothing of the day this one left the pet's id behind.
-                shapes = {shape(v) for v in e.values} | {ABOUT + a for a in e.about}
+                shapes = {shape(v) for v in e.values}
                 shown = set().union(*(rules.get(e.diagnoser, ()) for rules in seen)) if shapes else set()
                 if fired * 2 >= len(seen) and shapes <= shown:
                     e = Evidence(
@@ -156,16 +153,11 @@ def _suspecting(step: Step, ctx: DiagnoseContext) -> dict[str, frozenset[str]]:
         try:
             for e in fn(step, ctx):
                 if e.suspicion > 0 and not e.sound:
-                    rules.setdefault(e.diagnoser or name, set()).update(
-                        [*(shape(v) for v in e.values), *(ABOUT + a for a in e.about)]
-                    )
+                    rules.setdefault(e.diagnoser or name, set()).update(shape(v) for v in e.values)
         except Exception:  # noqa: BLE001 - a rule that cannot read a passing step contrasts nothing
             continue
     return {k: frozenset(v) for k, v in rules.items()}
 
-
-ABOUT = "\x00field:"
-"""Marks a field a finding is about among the shapes of its values (no shape starts with a NUL)."""
 
 _RUNS = re.compile(r"[^\W\d_]+|\d+")
 
