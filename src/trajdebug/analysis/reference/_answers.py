@@ -52,7 +52,8 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
     ``origin``: the step encloses others, one of which answered its own request otherwise than in every passing
     run, and none of which matched the same step's inside in a passing run (`_enclosing`): it, not the step,
     is the origin."""
-    answers = st.answers.get(answer_key(asked_of(step, steps)))
+    asked_key = answer_key(asked_of(step, steps))
+    answers = st.answers.get(asked_key)
     # One answer to this request in every passing run that made it, and another one now: a
     # function of its input that changed (stale data, a changed environment), the strongest
     # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
@@ -65,12 +66,17 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not origin
         and not _reads_unrecorded(step, steps)
     ):
-        weight = _weight(st, now, answers)
+        weight = _weight(st, now, answers, st.asks.get(asked_key, 1))
         yield Evidence(
             step.step_id,
             (0.65 if step.kind != "llm" else 0.4) * weight,
             f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently"
-            + (f" (where its passing answers to one request changed too: weighed x{weight:.2f})" if weight < 1 else ""),
+            + (
+                f" (asked once in passing runs, where its answers to other requests changed in the same part:"
+                f" weighed x{weight:.2f})"
+                if weight < 1
+                else ""
+            ),
             "reference:same-input",
         )
     if step.kind in OBSERVATION_KINDS and st.parts:
@@ -84,16 +90,16 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
-                if (
-                    _same_subject(asked, other, key, part)
-                    or _shared_cause(asked, other, part)
-                    or _answers_this(asked, other, key, part, st)
-                ):
+                if _same_subject(asked, other, key, part) or _shared_cause(asked, other, part):
+                    continue
+                weight = _answers_this(asked, other, key, part, st)
+                if not weight:
                     continue
                 yield Evidence(
                     step.step_id,
-                    0.5,
-                    f"answered with what passing run {run[:12]} got for another request ({other[:80]})",
+                    0.5 * weight,
+                    f"answered with what passing run {run[:12]} got for another request ({other[:80]})"
+                    + (f" (other subjects' answers held where requests differed so: weighed x{weight:.2f})" if weight < 1 else ""),
                     "reference:old-answer",
                 )
                 break
@@ -150,20 +156,18 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
     return out
 
 
-def _weight(st: _StepStats, now: str, answers: Mapping[str, str]) -> float:
-    """How much the answer's change tells, 0 to 1: the square of one less the chance that its change is one the
-    step makes anyway, read from how often each unit (`_units`: a field, a text's line or token) it changed in
-    changed when a passing run repeated a request (`_variation_of`).  That chance is the rate of the unit that
-    changed least: units that change together are often one change (a median beside the rates it is taken
-    from), so their rates are not multiplied.  A unit that never changed (the price beside a board's time)
-    keeps the finding whole; a live reading that changed on every repeat leaves little of it, never nothing: a
-    change nothing else explains still ranks.  Masking the units that varied instead hid true roots wherever
-    the units were read wrong (a sentence's tokens shifted by a longer phrase, review rev48r3), so they are
-    weighed, not dropped.  The square: a rate read from a few repeats (one changed of one, 0.5 with the one
-    unchanged repeat it is smoothed by) weighed a varying answer's change at half, enough to displace the root
-    on the development suites; squared it gives a quarter, and a stale price whose sentence shifted (0.25)
-    keeps 0.56, still first.  An answer that does not parse (cut for its size), or a change no unit shows,
-    tells fully."""
+def _weight(st: _StepStats, now: str, answers: Mapping[str, str], asks: int) -> float:
+    """How much the answer's change tells, 0.5 to 1.  A request passing runs repeated (``asks``: the times it
+    was made) and always got one answer to has its own rate of change, nought, and that decides: the finding is
+    whole, whatever other requests' answers did (a sale on the toaster says nothing of the stale kettle price;
+    review rev49r, H1).  A request made once has no rate of its own: the step's others stand in, gently, one
+    less half the rate (`_variation_of`) of the unit (`_units`) that changed least among those its answer
+    changed in (units that change together, a median beside its rates, are one change, so their rates are not
+    multiplied): a live reading that changed on every repeat halves it, never less.  Masking the units that
+    varied hid true roots wherever they were read wrong (a sentence's tokens shifted by a longer phrase, review
+    rev48r3).  An answer that does not parse (cut for its size), or a change no unit shows, tells fully."""
+    if asks > 1:
+        return 1.0
     changes, repeats = _variation_of(st)
     if not changes:
         return 1.0
@@ -173,7 +177,7 @@ def _weight(st: _StepStats, now: str, answers: Mapping[str, str]) -> float:
         return 1.0
     if not differ:
         return 1.0
-    return (1.0 - min(changes.get(unit, 0) for unit in differ) / (repeats + 1)) ** 2
+    return 1.0 - min(changes.get(unit, 0) for unit in differ) / (repeats + 1) / 2
 
 
 _VARIED: dict[int, tuple[_StepStats, int, tuple[dict[str, int], int]]] = {}
@@ -301,35 +305,54 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
     return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
 
 
-def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> bool:
+_LOOSE_ELSEWHERE = 0.5  # an old answer's weight when only other subjects held across the fields differing
+
+
+def _answers_this(asked: Any, other: str, key: str | None, part: str, st: _StepStats) -> float:
+    """How much an answer another request also got still says it is that request's, 0 to 1: nought when it
+    answers this one (`_names_this`).  A field passing requests differed in alone while they got one value
+    under the answer's same key is one the part does not follow when this request's own subject showed it
+    (SKU-C asked on two dates, one price); shown by other subjects only (two SKUs whose prices held), this
+    subject's answer may follow it all the same (SKU-C's price changed and a cache keyed by SKU served its old
+    record): the finding is then weighed, never dropped (review rev49r, H2)."""
+    try:
+        theirs = json.loads(other)
+    except (ValueError, RecursionError):
+        return 1.0
+    try:
+        got = json.loads(part)
+    except (ValueError, RecursionError):
+        got = part
+    mine, yours = _asked_units(asked), _asked_units(theirs)
+    differ = {f for f in mine[0].keys() | yours[0].keys() if mine[0].get(f) != yours[0].get(f)}
+    _, _, by_key, shown = _requests_of(st)
+    # This request's own subject got one answer for two values of the field (one SKU's price on two dates):
+    # for it, the field is one the part does not follow.
+    own = {f for f in differ if any(_subject(mine[0], mine[1], f) in shown.get(k, {}).get(f, ()) for k in (None, key))}
+    if _names_this(mine, yours, differ, own, got, part, key, st):
+        return 0.0
+    wide = own | by_key.get(None, frozenset()) | by_key.get(key, frozenset())
+    if wide != own and _names_this(mine, yours, differ, wide, got, part, key, st):
+        return _LOOSE_ELSEWHERE
+    return 1.0
+
+
+_Asked = tuple[dict[str, set[str]], set[str], set[str]]
+
+
+def _names_this(
+    mine: _Asked, yours: _Asked, differ: set[str], loose: set[str], got: Any, part: str, key: str | None, st: _StepStats
+) -> bool:
     """Whether an answer another request also got says it answers this one: it names this request's own value
     in every field where the two requests differ (`_echoes`), and, for a request written as free text, its own
     words (`_names_words`).  Two requests about one subject get one answer (the quote for a lock type asked at
     two times of day, the listing that holds both stations a name search matched).  A field both requests
     share, echoed (the date a weather tool that ignores the city repeats), or one of two fields that differ,
     says nothing about which request it answers (review rev47r, H2): the answer may follow the field it does
-    not name.  A field passing requests differed in alone while they got one value under the answer's same key
-    (the hour a fare is asked at) is one that part of the answer does not follow; a notice every answer
+    not name.  Fields in ``loose`` are ones the part does not follow (`_answers_this`); a notice every answer
     carries follows no field, and says so of its own key only (review rev47r2, H-a)."""
-    try:
-        theirs = json.loads(other)
-    except (ValueError, RecursionError):
-        return False
-    try:
-        got = json.loads(part)
-    except (ValueError, RecursionError):
-        got = part
-    mine_f, mine_w, mine_p = _asked_units(asked)
-    theirs_f, theirs_w, theirs_p = _asked_units(theirs)
-    differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
-    _, _, by_key, shown = _requests_of(st)
-    loose = set(by_key.get(None, frozenset()) | by_key.get(key, frozenset()))
-    for f in differ - loose:
-        # This request's own subject got one answer for two values of the field (one SKU's price on two
-        # dates): for it, the field is one the part does not follow.
-        subject = _subject(mine_f, mine_w, f)
-        if any(subject in shown.get(k, {}).get(f, ()) for k in (None, key)):
-            loose.add(f)
+    mine_f, mine_w, mine_p = mine
+    theirs_f, theirs_w, theirs_p = yours
     if differ and differ <= loose and mine_w == theirs_w:
         # The requests differ only in fields passing requests differed in alone and got this part alike.
         return True
@@ -476,7 +499,7 @@ def _subject(fields: Mapping[str, set[str]], words: set[str], field: str) -> _Su
     return frozenset((g, frozenset(vs)) for g, vs in fields.items() if g != field) | {("", frozenset(words))}
 
 
-def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str], set[str]]:
+def _asked_units(value: Any) -> _Asked:
     """What a request asks about, case-folded: its fields' values by field name (texts of three characters or
     more, and numbers), the words (three characters or more) of its free texts (ones with spaces: an answer
     echoes no field of a sentence), and those free texts whole (spaces made one).  A text that is JSON (an

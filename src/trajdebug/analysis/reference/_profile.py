@@ -277,9 +277,13 @@ def _observe(
     asked = answer_key(asked_of(s, steps))
     if len(st.answers) < 500:
         seen = st.answers.setdefault(asked, {})
-        st.asks[asked] = st.asks.get(asked, 0) + 1
+        answer = answer_key(semantic(s, s.output))
         if len(seen) < 4:
-            seen.setdefault(answer_key(semantic(s, s.output)), run_id)
+            seen.setdefault(answer, run_id)
+        if answer in seen:
+            # Only the asks whose answer is kept count: the changes are read from the kept answers, so a unit
+            # that changed on every repeat reads as such, not as 3 in n (review rev49r, L1).
+            st.asks[asked] = st.asks.get(asked, 0) + 1
     _apply(st, _record(s, view, run_id), asked)
 
 
