@@ -161,7 +161,7 @@ def _weight(st: _StepStats, now: str, answers: Mapping[str, str], asks: int) -> 
     was made) and always got one answer to has its own rate of change, nought, and that decides: the finding is
     whole, whatever other requests' answers did (a sale on the toaster says nothing of the stale kettle price;
     review rev49r, H1).  A request made once has no rate of its own: the step's others stand in, gently, one
-    less half the rate (`_variation_of`) of the unit (`_units`) that changed least among those its answer
+    less the rate (`_variation_of`), never below half, of the unit (`_units`) that changed least among those its answer
     changed in (units that change together, a median beside its rates, are one change, so their rates are not
     multiplied): a live reading that changed on every repeat halves it, never less.  Masking the units that
     varied hid true roots wherever they were read wrong (a sentence's tokens shifted by a longer phrase, review
@@ -177,7 +177,7 @@ def _weight(st: _StepStats, now: str, answers: Mapping[str, str], asks: int) -> 
         return 1.0
     if not differ:
         return 1.0
-    return 1.0 - min(changes.get(unit, 0) for unit in differ) / (repeats + 1) / 2
+    return max(0.5, 1.0 - min(changes.get(unit, 0) for unit in differ) / (repeats + 1))
 
 
 _VARIED: dict[int, tuple[_StepStats, int, tuple[dict[str, int], int]]] = {}
