@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -210,6 +211,104 @@ class TestInvariants:
 
         assert not changed(stock("bad", 20, (3, 7), fail=True))
         assert changed(stock("bad", 20, (3, 7), 30, fail=True))
+
+    def test_a_step_passing_runs_answered_one_request_two_ways_deviates_weaker_never_not(self) -> None:
+        """A gauge reader whose passing runs read one tank two ways (a live reading) answers from more than its
+        request: another reading for a tank read once in passing runs is weaker evidence than from a reader that
+        answered each tank one way in every passing run, but still a same-input deviation (weighed, never masked:
+        rev48r3)."""
+
+        def gauge(rid: str, readings: dict[str, int], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "read_gauge", "tool", input={"tank": t}, output={"tank": t, "litres": v},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (t, v) in enumerate(readings.items())
+            )
+            return Run(rid, "depot", outcome="failure" if fail else "success", steps=steps)
+
+        steady = [gauge("ok0", {"TK-1": 400, "TK-2": 520, "TK-3": 300})] + [
+            gauge(f"ok{i}", {"TK-1": 400, "TK-2": 520}) for i in range(1, 3)
+        ]
+        live = [*steady[:2], gauge("ok9", {"TK-1": 400, "TK-2": 610})]
+        bad = gauge("bad", {"TK-3": 90, "TK-2": 520}, fail=True)
+
+        def changed(profile: Any) -> float:
+            found = violations(bad.steps[0], Lineage(bad).view("s0"), profile)
+            return max((e.suspicion for e in found if e.diagnoser == "reference:same-input"), default=0.0)
+
+        assert 0 < changed(learn(live)) < changed(learn(steady))
+
+    def test_a_change_in_a_field_that_changed_on_every_repeat_weighs_less_than_one_that_changed_once(self) -> None:
+        """A gauge reader's finding for a new reading of a tank read once in passing runs is weighed by how often
+        readings changed when a passing run repeated a request: less where another tank read otherwise on every
+        repeat (a live gauge) than where it read otherwise once, and at half or more in both."""
+
+        def gauge(rid: str, readings: list[tuple[str, int]], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "read_gauge", "tool", input={"tank": t}, output={"tank": t, "litres": v},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (t, v) in enumerate(readings)
+            )
+            return Run(rid, "depot", outcome="failure" if fail else "success", steps=steps)
+
+        once = learn([gauge("ok1", [("TK-3", 300), ("TK-2", 520)]), gauge("ok2", [("TK-1", 400), ("TK-2", 520)]),
+                      gauge("ok3", [("TK-1", 400), ("TK-2", 520)]), gauge("ok4", [("TK-1", 400), ("TK-2", 610)])])
+        live = learn([gauge("ok1", [("TK-3", 300), ("TK-2", 520)]), gauge("ok2", [("TK-1", 400), ("TK-2", 530)]),
+                      gauge("ok3", [("TK-1", 400), ("TK-2", 540)]), gauge("ok4", [("TK-1", 400), ("TK-2", 550)])])
+        bad = gauge("bad", [("TK-3", 90)], fail=True)
+
+        def weight(profile: Any) -> float:
+            found = violations(bad.steps[0], Lineage(bad).view("s0"), profile)
+            return max((e.suspicion for e in found if e.diagnoser == "reference:same-input"), default=0.0)
+
+        assert 0.65 / 2 <= weight(live) < weight(once) < 0.65
+
+    def test_an_answer_too_long_to_keep_whole_differing_only_in_its_minted_id_is_unchanged(self) -> None:
+        """A seed catalogue answering with a long list and a batch id it mints per call is unchanged when only the id
+        is new, though its answer is cut for its size; a catalogue whose listed seeds changed still deviates."""
+
+        def catalogue(rid: str, calls: list[tuple[str, str, int]], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "list_seeds", "tool", input={"grower": g},
+                     output={"batch": t, "seeds": [{"n": k, "seed": f"{g} heirloom bean lot {k + shift} sown in trays"} for k in range(400)]},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (g, t, shift) in enumerate(calls)
+            )
+            return Run(rid, "nursery", outcome="failure" if fail else "success", steps=steps)
+
+        profile = learn([catalogue("ok1", [("GR-1", "TK-4a11", 0), ("GR-1", "TK-4a12", 0)]),
+                         catalogue("ok2", [("GR-2", "TK-4b21", 0)]), catalogue("ok3", [("GR-3", "TK-4c31", 0)]),
+                         catalogue("ok4", [("GR-4", "TK-4d41", 0), ("GR-5", "TK-4d42", 0)])])
+        bad = catalogue("bad", [("GR-3", "TK-4e51", 0), ("GR-2", "TK-4e52", 5)], fail=True)
+
+        def changed(step: Step) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(step, Lineage(bad).view(step.step_id), profile)}
+
+        assert not changed(bad.steps[0])
+        assert changed(bad.steps[1])
+
+    def test_an_answer_differing_in_a_field_that_never_varied_still_deviates(self) -> None:
+        """A hive scale whose passing runs weighed one hive two ways (the weight varies) deviates in full when a
+        hive weighed once in passing runs now gets an answer about another hive (its ``hive`` never varied); a new
+        weight alone is weighed lower, not dropped."""
+
+        def scale(rid: str, readings: list[tuple[str, str, int]], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "weigh_hive", "tool", input={"hive": h}, output={"hive": said, "kg": kg},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (h, said, kg) in enumerate(readings)
+            )
+            return Run(rid, "apiary", outcome="failure" if fail else "success", steps=steps)
+
+        profile = learn([scale(f"ok{i}", [("HV-1", "HV-1", 31), ("HV-2", "HV-2", 28)]) for i in range(3)]
+                        + [scale("ok9", [("HV-1", "HV-1", 31), ("HV-1", "HV-1", 30), ("HV-3", "HV-3", 25)])])
+
+        def changed(bad: Run) -> float:
+            found = violations(bad.steps[0], Lineage(bad).view("s0"), profile)
+            return max((e.suspicion for e in found if e.diagnoser == "reference:same-input"), default=0.0)
+
+        assert changed(scale("bad", [("HV-3", "HV-1", 25)], fail=True)) == 0.65
+        assert 0 < changed(scale("bad", [("HV-3", "HV-3", 24)], fail=True)) < 0.65
 
     def test_a_date_one_request_gets_is_no_stamp_even_when_new_in_every_run(self) -> None:
         """A parcel's delivery date (one per parcel, each seen in one passing run) changing for the same parcel is
@@ -488,6 +587,104 @@ class TestOldAnswers:
         stale = lookup("bad", "C-7", "C-2", "C-2", fail=True)
         found = [e.diagnoser for e in violations(stale.steps[0], Lineage(stale).view("s"), profile)]
         assert "reference:old-answer" in found
+
+
+    def test_an_answer_echoing_this_requests_fields_is_no_old_answer(self) -> None:
+        """A fare tool whose passing runs got one fare for one route asked at two hours answered this request with
+        the fare a passing run got for its route at another hour: the hour is not what the fare follows.  Two other
+        routes so (rev48r, M1) only weaken the finding for a route asked at one hour (its fare may still follow
+        the hour: rev49r, H2); the same fare for another route is another request's answer in full."""
+
+        def fare(rid: str, route: str, hour: str, echoed: str, *, fail: bool = False) -> Run:
+            s = Step("q", "quote_fare", "tool", input={"route": route, "hour": hour},
+                     output={"route": echoed, "fare_eur": 42.5, "operator": f"{echoed} shuttle line"})
+            return Run(rid, "ferry", outcome="failure" if fail else "success", steps=(s,))
+
+        passing = [fare("p1", "harbour to isle", "07:40", "harbour to isle")] + [
+            fare(f"p{i}", f"pier {i} to cove", f"1{i}:00", f"pier {i} to cove") for i in range(2, 6)
+        ] + [fare("p6", "pier 2 to cove", "16:30", "pier 2 to cove")] + [
+            fare(f"p{i}", "skerry to north bay", hour, "skerry to north bay") for i, hour in ((7, "09:15"), (8, "14:45"))
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> float:
+            found = violations(run.steps[0], Lineage(run).view("q"), profile)
+            return max((e.suspicion for e in found if e.diagnoser == "reference:old-answer"), default=0.0)
+
+        assert old(fare("bad", "pier 2 to cove", "18:05", "pier 2 to cove", fail=True)) == 0
+        assert 0 < old(fare("bad", "harbour to isle", "18:05", "harbour to isle", fail=True)) < 0.5
+        assert old(fare("bad", "pier 9 to cove", "18:05", "harbour to isle", fail=True)) == 0.5
+
+    def test_a_sub_agent_answer_naming_no_word_only_its_sentence_has_is_an_old_answer(self) -> None:
+        """A sub-agent asked in words about account AC-12 on a day no passing run asked, answering with the cover a
+        passing run got for AC-12 on another day, names no word only its own sentence has (the day may be what the
+        answer followed): another request's answer, as AC-13's cover served for AC-17 is."""
+
+        def cover(rid: str, account: str, day: str, answered: str, *, fail: bool = False) -> Run:
+            s = Step("c", "cover_agent", "tool", input={"input": f"Check cover for account {account} on {day}."},
+                     output={"account": answered, "policy": f"POL-{answered}-2027", "valid_until": "2027-12-31"})
+            return Run(rid, "insurer", outcome="failure" if fail else "success", steps=(s,))
+
+        days = ["3 May", "9 June", "1 July", "4 August", "2 September"]
+        passing = [cover(f"p{i}", f"AC-1{i}", days[i], f"AC-1{i}") for i in range(5)]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("c"), profile)]
+
+        assert old(cover("bad", "AC-12", "7 October", "AC-12", fail=True))
+        assert old(cover("bad", "AC-17", "7 October", "AC-13", fail=True))
+
+    def test_a_listing_naming_this_requests_item_is_no_old_answer_but_one_naming_only_the_others_is(self) -> None:
+        """A name search that lists both the quay asked for and the one another request asked for (one listing for
+        two like names) answered this request too; a letter about the other request's person, sharing only the
+        surname asked, is another request's answer."""
+
+        def search(rid: str, name: str, listed: list[str], *, fail: bool = False) -> Run:
+            out = {"hits": [{"name": n, "berth": f"B-{len(n)}{i}"} for i, n in enumerate(listed)]}
+            s = Step("s", "find_quay", "tool", input={"name": f"{name}"}, output=out)
+            return Run(rid, "harbour", outcome="failure" if fail else "success", steps=(s,))
+
+        twin = ["North Quay East", "North Quay West"]
+        passing = [search("p1", "North Quay East", twin)] + [
+            search(f"p{i}", f"Dock {i} Slip", [f"Dock {i} Slip"]) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("s"), profile)]
+
+        assert not old(search("bad", "North Quay West", twin, fail=True))
+        assert old(search("bad", "North Quay Central", twin, fail=True))
+
+    def test_an_answer_echoing_only_a_field_both_requests_share_is_an_old_answer(self) -> None:
+        """A tide tool that echoes the day asked but ignores the harbour, answering harbour Kelmor with what a
+        passing run got for harbour Vashti on that day, names nothing only this request asked: an old answer."""
+
+        def tide(rid: str, harbour: str, day: str, answered: str, *, fail: bool = False) -> Run:
+            s = Step("t", "tide_table", "tool", input={"harbour": harbour, "day": day},
+                     output={"day": day, "tide": f"high water {len(answered)}:{ord(answered[0]) % 60:02d}, neap range, swell south-west"})
+            return Run(rid, "pilots", outcome="failure" if fail else "success", steps=(s,))
+
+        ports = ["vashti", "orlen", "brisk", "tamber", "kelmor"]
+        profile = learn([tide(f"p{i}", h, f"2031-04-0{i + 1}", h) for i, h in enumerate(ports)])
+        bad = tide("bad", "kelmor", "2031-04-01", "vashti", fail=True)
+        assert "reference:old-answer" in [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("t"), profile)]
+
+    def test_a_function_word_only_this_sentence_has_does_not_name_it(self) -> None:
+        """A sentence request served another sentence's cached summary is an old answer even when the summary holds
+        a function word ("for") that only this request's sentence holds among the requests."""
+
+        def brief(rid: str, ask: str, said: str, *, fail: bool = False) -> Run:
+            s = Step("b", "digest", "tool", input={"query": ask}, output={"digest": said})
+            return Run(rid, "desk", outcome="failure" if fail else "success", steps=(s,))
+
+        asks = ["orchard yields in the valley", "glassworks output this year", "ferry timetable changes",
+                "quarry permits granted", "mill closures expected"]
+        said = [f"Summary: {a} rose for the year, per the council." for a in asks]
+        profile = learn([brief(f"p{i}", a, t) for i, (a, t) in enumerate(zip(asks, said, strict=True))])
+        bad = brief("bad", "outlook for beekeepers", said[1], fail=True)
+        assert "reference:old-answer" in [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("b"), profile)]
 
 
 class TestExpectedProducer:
@@ -1550,3 +1747,595 @@ class TestClaimsSayWhatWasMeasured:
         paid = [bill(f"p{i}", n, 89.5, n * 89.5) for i, n in enumerate((2, 3, 4, 6))]
         [named] = self._found(bill("b", 3, 89.5, 139.5), paid, "reference:formula")
         assert named.reason == "total=139.5 is run-sum(deposit,rate); 4 of 4 passing values were mul(nights,rate)"
+
+
+def _recorded(path: Path, agent: str, jobs: list[tuple[str, Any]]) -> tuple[Run, list[Run]]:
+    """Record one run of ``agent`` per ``(task, body)`` into the JSONL file ``path``, a raised ValueError failing
+    the run, and load them back: the failed run and every run recorded."""
+    for task, body in jobs:
+        with contextlib.suppress(ValueError), trajdebug.run(agent, path=path, metadata={"task": task}):
+            body()
+    pool = load_runs(path)
+    [bad] = [r for r in pool if r.outcome != "success"]
+    return bad, pool
+
+
+def _signals_of(bad: Run, pool: list[Run], name: str) -> set[str]:
+    """The kinds of evidence the analysis with references holds against the steps named ``name``."""
+    analysis = analyze(bad, references=references(bad, pool), top=20)
+    ids = {s.step_id for s in bad.steps if s.name == name}
+    return {sig for c in analysis.root_causes if c.step_id in ids for sig in c.signals}
+
+
+def _same_input_weight(bad: Run, pool: list[Run], name: str) -> float | None:
+    """The weight the analysis with references gave its same-input finding on the step named ``name`` (1.0 in
+    full, None: no such finding), read from the finding's reason."""
+    analysis = analyze(bad, references=references(bad, pool), top=20)
+    ids = {s.step_id for s in bad.steps if s.name == name}
+    said = [r for c in analysis.root_causes if c.step_id in ids for r in c.reasons if "answered differently" in r]
+    if not said:
+        return None
+    weighed = re.search(r"weighed x(\d\.\d+)", said[0])
+    return float(weighed.group(1)) if weighed else 1.0
+
+
+class TestRecordedAgentsNarrowings:
+    """Recorded agents on which the narrowed reference findings (rf47, fix47r) must still see a stale answer
+    (review rev47r2: shapes H-a to H-d)."""
+
+    def test_a_notice_every_fare_carries_does_not_hide_another_routes_fare(self, tmp_path: Path) -> None:
+        """A fare tool whose every answer carries the same notice, asked for two routes on one day and one route on
+        two days, answers route Skerry with the fare a passing run got for route Brae: the notice follows no field
+        of the request, but the fare follows the route, so the answer is another request's (H-a)."""
+        fares = {"Lerwick": 18.5, "Brae": 64.0, "Skerry": 21.0, "Unst": 33.5}
+        cache: dict[str, str] = {}
+
+        @trajdebug.step(kind="tool")
+        def quote_fare(route: str, day: str) -> dict[str, Any]:
+            said = cache.get(route, route)
+            return {"route": said, "fare": {"adult_eur": fares[said], "child_eur": fares[said] / 2, "cabin": "standard saloon"},
+                    "notice": "Fares include harbour dues and may change without notice."}
+
+        @trajdebug.step(kind="other")
+        def pay(quote: dict[str, Any], wallet: float) -> str:
+            if quote["fare"]["adult_eur"] > wallet:
+                raise ValueError(f"wallet holds {wallet} EUR, the fare is {quote['fare']['adult_eur']} EUR")
+            return "paid"
+
+        def trip(route: str, day: str, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[route] = "Brae"
+                pay(quote_fare(route, day), 40.0 if route != "Brae" else 80.0)
+            return f"{route} {day}", body
+
+        passing = [trip("Unst", "2031-05-03"), trip("Skerry", "2031-05-04"), trip("Lerwick", "2031-05-01"),
+                   trip("Brae", "2031-05-01"), trip("Lerwick", "2031-05-02")]
+        bad, pool = _recorded(tmp_path / "ferry.jsonl", "ferry-desk", [*passing, trip("Skerry", "2031-05-01", stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "quote_fare")
+
+    def test_a_small_id_nested_in_another_requests_answer_does_not_name_this_request(self, tmp_path: Path) -> None:
+        """A kennel lookup asked for dog 3 answers with the record a passing run got for dog 8, whose kennel
+        happens to be number 3: a small number nested in the answer is no echo of the request (H-b)."""
+        dogs = {3: ("Bramble", 1, 40), 5: ("Juniper", 2, 22), 8: ("Pepper", 3, 12), 11: ("Moss", 4, 30), 14: ("Fern", 5, 25)}
+        cache: dict[int, int] = {}
+
+        @trajdebug.step(kind="tool")
+        def get_dog(id: int) -> dict[str, Any]:
+            said = cache.get(id, id)
+            name, kennel, kilos = dogs[said]
+            return {"id": said, "name": name, "weight_kg": kilos, "kennel": {"id": kennel, "block": "east run"}}
+
+        @trajdebug.step(kind="tool")
+        def weigh(id: int) -> float:
+            return float(dogs[id][2])
+
+        @trajdebug.step(kind="other")
+        def dose(record: dict[str, Any], scale_kg: float) -> str:
+            if abs(record["weight_kg"] - scale_kg) > 5:
+                raise ValueError(f"the record says {record['weight_kg']} kg, the scale {scale_kg} kg")
+            return "dosed"
+
+        def visit(dog: int, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[dog] = 8
+                dose(get_dog(dog), weigh(dog))
+            return f"dog {dog}", body
+
+        passing = [visit(5), visit(8), visit(11), visit(14), visit(5)]
+        bad, pool = _recorded(tmp_path / "kennel.jsonl", "kennel-vet", [*passing, visit(3, stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_dog")
+
+    def test_one_word_a_sentence_request_shares_with_another_requests_article_does_not_name_it(self, tmp_path: Path) -> None:
+        """A help-desk search asked about a cracked kettle's warranty answers with the refund article a passing run got
+        for a damaged kettle, which mentions the warranty in passing: one rare word of the question is not enough
+        to say the article answers it (H-c)."""
+        articles = {
+            "refund for a damaged kettle": "Refunds: a damaged kettle is refunded in full within 30 days; the warranty is unaffected.",
+            "delivery times to Orkney": "Orkney deliveries take four working days by the Thursday ferry.",
+            "warranty on the toaster": "Toasters carry a two-year warranty against element failure.",
+            "exchange a faulty blender": "Faulty blenders are exchanged in store with the receipt.",
+            "gift wrapping options": "Gift wrapping costs two pounds and comes in three papers.",
+            "warranty on a cracked kettle": "Kettles carry a one-year warranty; cracks from a fall are not covered.",
+        }
+        cache: dict[str, str] = {}
+
+        @trajdebug.step(kind="tool")
+        def search_help(query: str) -> dict[str, Any]:
+            return {"article": articles[cache.get(query, query)]}
+
+        @trajdebug.step(kind="other")
+        def reply(found: dict[str, Any], query: str) -> str:
+            if "refund" in found["article"].lower() and "refund" not in query:
+                raise ValueError("the customer asked about a warranty and was told about a refund")
+            return found["article"]
+
+        def ask(query: str, *, stale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                if stale:
+                    cache[query] = "refund for a damaged kettle"
+                reply(search_help(query), query)
+            return query, body
+
+        passing = [ask(q) for q in list(articles)[:5]]
+        bad, pool = _recorded(tmp_path / "desk.jsonl", "help-desk", [*passing, ask("warranty on a cracked kettle", stale=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "search_help")
+
+    def test_a_text_answer_whose_time_line_varied_still_deviates_in_its_price_line(self, tmp_path: Path) -> None:
+        """A price board answering in lines, whose passing runs read the lamp's board at two times (its "Checked"
+        line varies), answers the kettle's request with another price now: the price line never varied, so the
+        deviation counts in full (H-d); a kettle board differing only in its time line is weighed lower."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31}
+        state = {"clock": 0, "stale": 0}
+
+        @trajdebug.step(kind="tool")
+        def price_board(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return f"Item: {item}\nPrice: {price} EUR\nChecked: 10:{state['clock'] % 60:02d}"
+
+        @trajdebug.step(kind="other")
+        def checkout(board: str, budget: int) -> str:
+            price = int(board.split("Price: ")[1].split()[0])
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0, budget: int = 45) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(price_board(item), budget)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert _same_input_weight(bad, pool, "price_board") == 1.0
+        bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
+        assert 0 < (_same_input_weight(bad, pool, "price_board") or 0) < 1
+
+    def test_a_json_text_answer_whose_time_varied_still_deviates_in_its_price(self, tmp_path: Path) -> None:
+        """A quote tool answering JSON as text (``json.dumps``), whose passing runs read the lamp's quote at two
+        times (its ``checked`` varies), answers the kettle's request with another price: the text is read as the
+        fields it holds, and only ``checked`` varied, not the price (rev48r, H1)."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31, "fan": 19}
+        state = {"clock": 0, "stale": 0}
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return json.dumps({"item": item, "price_eur": price, "currency": "EUR", "checked": f"10:{state['clock'] % 60:02d}"})
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: str, budget: int) -> str:
+            price = json.loads(quote)["price_eur"]
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(get_quote(item), 45)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp"), buy("fan")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert _same_input_weight(bad, pool, "get_quote") == 1.0
+
+    def test_a_list_whose_order_or_count_varied_still_deviates_in_a_record_present_in_both(self, tmp_path: Path) -> None:
+        """A room-rate tool listing a hotel's rooms most-booked first (or leaving out a sold-out suite): hotel A's
+        list came in two orders (and counts) in passing runs, and hotel B's double room now has another rate.  The
+        records are lined up by their room, so a reorder, or a room more or fewer, varies nothing of the rooms
+        present in both: the rate never varied (rev48r2, H1).  A reordered list alike otherwise is weighed lower."""
+        rates = {"H-A": {"single": 80, "double": 110, "suite": 220}, "H-B": {"single": 70, "double": 95, "suite": 180}}
+        booked = {h: dict.fromkeys(v, 0) for h, v in rates.items()}
+        state: dict[str, Any] = {"stale": None, "drop": False}
+
+        @trajdebug.step(kind="tool")
+        def room_rates(hotel: str) -> dict[str, Any]:
+            rooms = sorted(rates[hotel], key=lambda r: -booked[hotel][r])
+            if state["drop"]:
+                rooms = [r for r in rooms if r != "suite" or booked[hotel][r] < 1]
+            stale = state["stale"]
+            return {"hotel": hotel, "rooms": [{"room": r, "rate_eur": stale if stale and r == "double" else rates[hotel][r]} for r in rooms]}
+
+        @trajdebug.step(kind="other")
+        def book(offer: dict[str, Any], room: str, budget: int) -> str:
+            rate = next(x["rate_eur"] for x in offer["rooms"] if x["room"] == room)
+            if rate * 2 > budget:
+                raise ValueError(f"{rate * 2} EUR is over the budget of {budget} EUR")
+            booked[offer["hotel"]][room] += 1
+            return "booked"
+
+        def trip(hotel: str, room: str, budget: int = 300, stale: int | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                book(room_rates(hotel), room, budget)
+            return f"{hotel} {room}", body
+
+        for drop in (False, True):
+            for b in booked.values():
+                b.update(dict.fromkeys(b, 0))
+            state["drop"] = drop
+            passing = [trip("H-A", "suite", 500), trip("H-B", "single"), trip("H-A", "double"), trip("H-B", "double")]
+            name = f"hotel-{drop}"
+            bad, pool = _recorded(tmp_path / f"{name}.jsonl", name, [*passing, trip("H-B", "double", 200, stale=125)])
+            assert _same_input_weight(bad, pool, "room_rates") == 1.0
+        for b in booked.values():
+            b.update(dict.fromkeys(b, 0))
+        state["drop"] = False
+        passing = [trip("H-A", "double"), trip("H-B", "single"), trip("H-A", "suite", 500), trip("H-B", "double")]
+        bad, pool = _recorded(tmp_path / "reordered.jsonl", "hotel", [*passing, trip("H-A", "double", 100)])
+        assert (_same_input_weight(bad, pool, "room_rates") or 0) < 1
+
+    @pytest.mark.parametrize("form", ["repr", "xml", "csv", "markdown"])
+    def test_a_one_line_answer_whose_time_varied_still_deviates_in_its_price(self, tmp_path: Path, form: str) -> None:
+        """A quote tool answering one line of text as agent tools give it (``str(dict)``, one XML element, a CSV or
+        markdown table's row), whose passing runs read the lamp's quote at two times: the text is read as its
+        fields (by `ast.literal_eval`, an XML parser, the table's header), so only ``checked`` varied, and the
+        kettle's quote with another price now deviates in full (rev48r2, H2); one differing in its time only is
+        weighed lower."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31, "fan": 19}
+        state = {"clock": 0, "stale": 0}
+
+        def render(quote: dict[str, Any]) -> str:
+            cells = [str(v) for v in quote.values()]
+            if form == "repr":
+                return str(quote)
+            if form == "xml":
+                return "<quote>" + "".join(f"<{k}>{v}</{k}>" for k, v in quote.items()) + "</quote>"
+            if form == "csv":
+                return ",".join(quote) + "\r\n" + ",".join(cells) + "\r\n"
+            return "| " + " | ".join(quote) + " |\n|---|---|---|---|\n| " + " | ".join(cells) + " |"
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> str:
+            state["clock"] += 7
+            price = state["stale"] or prices[item]
+            return render({"item": item, "price_eur": price, "currency": "EUR", "checked": f"10:{state['clock'] % 60:02d}"})
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: str, budget: int) -> str:
+            price = int(re.findall(r"\b\d\d\b", quote)[0])
+            if price > budget:
+                raise ValueError(f"price {price} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: int = 0, budget: int = 45) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(get_quote(item), budget)
+            return item, body
+
+        passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("lamp"), buy("fan")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        assert _same_input_weight(bad, pool, "get_quote") == 1.0
+        bad, pool = _recorded(tmp_path / "short.jsonl", "shop", [*passing, buy("kettle", budget=20)])
+        assert 0 < (_same_input_weight(bad, pool, "get_quote") or 0) < 1
+
+    def test_a_sentence_answer_whose_stock_phrase_varied_still_ranks_its_stale_price_first(self, tmp_path: Path) -> None:
+        """A quote tool answering a sentence ("Kettle (in stock) costs 25 EUR incl. VAT."), whose passing runs got
+        the lamp's sentence with a longer stock phrase once ("only 5 left"), shifting every later token: the
+        kettle's stale price now (the kettle's own repeat unchanged) counts in full, never masked, and ranks first
+        with references as it does without the narrowing (reviews rev48r3, rev49r H1)."""
+        prices = {"lamp": 42, "kettle": 25, "toaster": 31, "fan": 19}
+        stock = {"lamp": 9, "kettle": 20, "toaster": 12, "fan": 30}
+        state = {"stale": 0}
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> str:
+            n = stock[item]
+            status = "in stock" if n > 5 else f"only {n} left"
+            return f"{item.title()} ({status}) costs {state['stale'] or prices[item]} EUR incl. VAT."
+
+        @trajdebug.step(kind="tool")
+        def shipping(item: str) -> dict[str, Any]:
+            return {"item": item, "fee_eur": 6, "eta_days": 2}
+
+        @trajdebug.step(kind="llm")
+        def decide(quote: str, ship: dict[str, Any], budget: int) -> dict[str, Any]:
+            total = int(quote.split(" costs ")[1].split()[0]) * 2 + ship["fee_eur"]
+            return {"buy": total <= budget, "total": total}
+
+        @trajdebug.step(kind="other")
+        def checkout(d: dict[str, Any], item: str) -> str:
+            if not d["buy"]:
+                raise ValueError(f"{item} at {d['total']} EUR is over budget")
+            stock[item] -= 2
+            return "bought"
+
+        def buy(item: str, stale: int = 0) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(decide(get_quote(item), shipping(item), 100), item)
+            return item, body
+
+        passing = [buy(i) for i in ("lamp", "kettle", "toaster", "lamp", "lamp", "kettle", "fan")]
+        bad, pool = _recorded(tmp_path / "shop.jsonl", "shop", [*passing, buy("kettle", stale=52)])
+        first = analyze(bad, references=references(bad, pool), top=5).root_causes[0]
+        assert next(s.name for s in bad.steps if s.step_id == first.step_id) == "get_quote"
+        assert _same_input_weight(bad, pool, "get_quote") == 1.0
+
+    def test_an_id_nested_in_another_requests_record_does_not_name_this_request(self, tmp_path: Path) -> None:
+        """An HR lookup whose cache is keyed by team answers the manager's request with her report's record, which
+        names the manager's ``employee_id`` in its nested ``manager``: a value names the request only at the top
+        of the answer, so the record is another request's (rev48r, H2)."""
+        people = {
+            "E-1042": ("Ada Brennan", "payments", None, 50000), "E-1077": ("Tom Okafor", "payments", "E-1042", 2000),
+            "E-2010": ("Lin Hart", "search", None, 50000), "E-2031": ("Rui Sousa", "search", "E-2010", 1000),
+            "E-3005": ("Mo Adeyemi", "infra", None, 20000), "E-3020": ("Ines Varga", "infra", "E-3005", 2000),
+        }
+        cache: dict[str, dict[str, Any]] = {}
+        state = {"buggy": False}
+
+        @trajdebug.step(kind="tool")
+        def get_employee(employee_id: str) -> dict[str, Any]:
+            name, team, manager, limit = people[employee_id]
+            key = team if state["buggy"] else employee_id
+            if key not in cache:
+                rec: dict[str, Any] = {"employee_id": employee_id, "name": name, "team": team, "approval_limit": limit}
+                if manager:
+                    rec["manager"] = {"employee_id": manager, "name": people[manager][0]}
+                cache[key] = rec
+            return cache[key]
+
+        @trajdebug.step(kind="other")
+        def approve(approver: dict[str, Any], amount: int) -> str:
+            if amount > approver["approval_limit"]:
+                raise ValueError(f"{approver['name']} can approve up to {approver['approval_limit']}, not {amount}")
+            return "approved"
+
+        def expense(requester: str, approver: str, amount: int, *, buggy: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                cache.clear()
+                state["buggy"] = buggy
+                get_employee(requester)
+                approve(get_employee(approver), amount)
+            return f"expense {amount} by {requester}", body
+
+        passing = [expense("E-2031", "E-2010", 8000), expense("E-3020", "E-3005", 5000), expense("E-1077", "E-3005", 12000),
+                   expense("E-2031", "E-2010", 700), expense("E-3020", "E-3005", 15000)]
+        bad, pool = _recorded(tmp_path / "hr.jsonl", "expenses", [*passing, expense("E-1077", "E-1042", 9000, buggy=True)])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_employee")
+
+    def test_one_skus_price_alike_on_two_dates_does_not_make_every_price_ignore_the_date(self, tmp_path: Path) -> None:
+        """A price tool asked for (sku, date), one sku's price unchanged on two passing dates, answers another sku
+        with the price its earlier date had: one subject alike on two dates is no sign the price ignores the
+        date; the answer is still another request's (rev48r, M1)."""
+        book = {"SKU-4411": [("2031-04-01", 18.0)], "SKU-5520": [("2031-04-01", 64.0), ("2031-05-02", 71.5)],
+                "SKU-6603": [("2031-04-01", 9.5)], "SKU-7120": [("2031-04-01", 120.0)]}
+        warm: dict[str, str] = {}
+
+        def price_on(sku: str, day: str) -> float:
+            return [p for d, p in book[sku] if d <= day][-1]
+
+        @trajdebug.step(kind="tool")
+        def get_price(sku: str, date: str) -> dict[str, Any]:
+            return {"sku": sku, "unit_price": price_on(sku, warm.get(sku, date)), "currency": "EUR", "vat_rate": 0.2}
+
+        @trajdebug.step(kind="other")
+        def invoice(price: dict[str, Any], qty: int, paid: float) -> str:
+            due = round(price["unit_price"] * qty * 1.2, 2)
+            if abs(due - paid) > 0.01:
+                raise ValueError(f"invoice says {due} EUR, the customer paid {paid} EUR")
+            return "ok"
+
+        def order(sku: str, date: str, qty: int, stale: str | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                warm.clear()
+                if stale:
+                    warm[sku] = stale
+                invoice(get_price(sku, date), qty, round(price_on(sku, date) * qty * 1.2, 2))
+            return f"order {sku} {date}", body
+
+        passing = [order("SKU-4411", "2031-04-10", 3), order("SKU-4411", "2031-04-20", 1), order("SKU-5520", "2031-04-12", 2),
+                   order("SKU-6603", "2031-04-15", 5), order("SKU-7120", "2031-04-18", 1)]
+        bad, pool = _recorded(tmp_path / "prices.jsonl", "invoicer", [*passing, order("SKU-5520", "2031-05-06", 2, "2031-04-12")])
+        assert "reference:old-answer" in _signals_of(bad, pool, "get_price")
+
+    def test_a_stock_that_varied_in_a_name_value_list_does_not_hide_the_price_beside_it(self, tmp_path: Path) -> None:
+        """A product API answering its attributes as name/value pairs, whose stock falls as runs sell, answers the
+        lamp with a stale price: each pair is its own unit (by its name), so the stock that varied says nothing
+        of the price, which never did (rev48r, M2)."""
+        prices = {"lamp": 42.0, "kettle": 25.0, "toaster": 31.0, "fan": 19.0}
+        stock = {"lamp": 9, "kettle": 14, "toaster": 6, "fan": 30}
+        state: dict[str, float | None] = {"stale": None}
+
+        @trajdebug.step(kind="tool")
+        def product(item: str) -> dict[str, Any]:
+            price = state["stale"] if state["stale"] and item == "lamp" else prices[item]
+            return {"item": item, "attributes": [{"name": "price_eur", "value": price},
+                                                 {"name": "stock", "value": stock[item]}, {"name": "vat_rate", "value": 0.2}]}
+
+        @trajdebug.step(kind="other")
+        def pay(products: list[dict[str, Any]], budget: float) -> str:
+            total = sum(a["value"] for p in products for a in p["attributes"] if a["name"] == "price_eur")
+            if total > budget:
+                raise ValueError(f"the basket costs {total} EUR, over the budget of {budget} EUR")
+            for p in products:
+                stock[p["item"]] -= 1
+            return "paid"
+
+        def shop(items: list[str], budget: float = 100.0, stale: float | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                pay([product(i) for i in items], budget)
+            return " ".join(items), body
+
+        passing = [shop(["lamp", "kettle"]), shop(["toaster", "fan"]), shop(["kettle", "fan"]), shop(["toaster"])]
+        bad, pool = _recorded(tmp_path / "kv.jsonl", "kv-shop", [*passing, shop(["lamp", "toaster"], budget=80, stale=58.0)])
+        assert "reference:same-input" in _signals_of(bad, pool, "product")
+
+
+    @staticmethod
+    def _shop(tmp_path: Path, name: str, mode: str) -> tuple[Run, list[Run]]:
+        """The review's quote tool (rev49r, a_pool): a lamp priced live (``live``) or a toaster on sale once
+        (``once``), the kettle's stale price in the failing run."""
+        prices = {"lamp": 42.0, "kettle": 25.0, "toaster": 31.0, "fan": 19.0}
+        state = {"n": 0, "stale": 0.0, "sale": False}
+
+        @trajdebug.step(kind="tool")
+        def get_quote(item: str) -> dict[str, Any]:
+            price = prices[item]
+            if mode == "live" and item == "lamp":
+                state["n"] += 1
+                price += (0.0, 0.4, -0.3, 0.7)[int(state["n"]) % 4]
+            if mode == "once" and item == "toaster" and state["sale"]:
+                price = 29.0
+            return {"item": item, "price_eur": state["stale"] or price, "currency": "EUR"}
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: dict[str, Any], budget: float) -> str:
+            if quote["price_eur"] * 2 > budget:
+                raise ValueError(f"order total {quote['price_eur'] * 2} EUR is over the budget of {budget} EUR")
+            return "bought"
+
+        def buy(item: str, stale: float = 0.0, sale: bool = False) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"], state["sale"] = stale, sale
+                checkout(get_quote(item), 100.0)
+            return item, body
+
+        if mode == "live":
+            passing = [buy("lamp"), buy("kettle"), buy("lamp"), buy("toaster"), buy("lamp"), buy("kettle"), buy("fan")]
+        else:
+            passing = [buy("lamp"), buy("kettle"), buy("toaster"), buy("toaster", sale=True), buy("fan")]
+        return _recorded(tmp_path / f"{name}.jsonl", name, [*passing, buy("kettle", stale=52.0)])
+
+    def test_a_request_repeated_alike_in_passing_runs_deviates_in_full_whatever_other_requests_did(self, tmp_path: Path) -> None:
+        """A quote tool whose passing runs asked the kettle twice and got one price, while the lamp's live price
+        moved on every repeat, answers the kettle with a stale price: the kettle's own rate of change, nought,
+        decides, and the finding counts in full and ranks first (review rev49r, H1)."""
+        bad, pool = self._shop(tmp_path, "live-shop", "live")
+        assert _same_input_weight(bad, pool, "get_quote") == 1.0
+        first = analyze(bad, references=references(bad, pool), top=5).root_causes[0]
+        assert next(s.name for s in bad.steps if s.step_id == first.step_id) == "get_quote"
+
+    def test_a_request_made_once_is_weighed_gently_by_other_requests_changes(self, tmp_path: Path) -> None:
+        """A quote tool whose passing runs asked the kettle once and saw the toaster's price change once (a sale)
+        answers the kettle with a stale price: with no repeat of its own the toaster's rate weakens the finding,
+        to no less than half, and it still ranks first (review rev49r, H1)."""
+        bad, pool = self._shop(tmp_path, "sale-shop", "once")
+        assert 0.5 <= (_same_input_weight(bad, pool, "get_quote") or 0) < 1
+        first = analyze(bad, references=references(bad, pool), top=5).root_causes[0]
+        assert next(s.name for s in bad.steps if s.step_id == first.step_id) == "get_quote"
+
+    def test_a_weighed_same_input_finding_says_the_change_was_on_other_requests(self, tmp_path: Path) -> None:
+        """The reason of a same-input finding weighed by other requests' changes says the request was asked once
+        and that the change was on other requests of the tool, not on this one (review rev49r, M1)."""
+        bad, pool = self._shop(tmp_path, "said-shop", "once")
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        ids = {s.step_id for s in bad.steps if s.name == "get_quote"}
+        [said] = [r for c in analysis.root_causes if c.step_id in ids for r in c.reasons if "weighed x" in r]
+        assert "asked once" in said and "other requests" in said
+
+    def test_two_other_skus_prices_held_across_dates_weaken_an_old_record_never_hide_it(self, tmp_path: Path) -> None:
+        """A price tool keyed by SKU alone serves SKU-C's record of an earlier date after its price changed, while
+        two other SKUs' prices held across two passing dates: the date may be what SKU-C's price follows, so the
+        old-answer finding is weighed, never dropped, and the tool ranks first (review rev49r, H2)."""
+        book = {("SKU-A", "05-01"): 42.0, ("SKU-A", "05-02"): 42.0, ("SKU-B", "05-01"): 19.0, ("SKU-B", "05-02"): 19.0,
+                ("SKU-C", "05-01"): 52.0, ("SKU-C", "05-03"): 25.0, ("SKU-D", "05-02"): 31.0}
+        state: dict[str, str | None] = {"stale": None}
+
+        @trajdebug.step(kind="tool")
+        def get_price(sku: str, date: str) -> dict[str, Any]:
+            price = book[(sku, state["stale"] or date)]
+            return {"sku": sku, "price_eur": price, "currency": "EUR", "unit": "piece", "vat_incl": True}
+
+        @trajdebug.step(kind="other")
+        def checkout(quote: dict[str, Any], budget: float) -> str:
+            if quote["price_eur"] * 2 > budget:
+                raise ValueError(f"order total {quote['price_eur'] * 2} EUR is over the budget of {budget} EUR")
+            return "ok"
+
+        def buy(sku: str, date: str, budget: float = 120.0, stale: str | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                checkout(get_price(sku, date), budget)
+            return sku, body
+
+        passing = [buy("SKU-A", "05-01"), buy("SKU-B", "05-01"), buy("SKU-C", "05-01"), buy("SKU-A", "05-02"),
+                   buy("SKU-B", "05-02"), buy("SKU-D", "05-02")]
+        bad, pool = _recorded(tmp_path / "dates.jsonl", "dated-prices", [*passing, buy("SKU-C", "05-03", 100.0, "05-01")])
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        ids = {s.step_id for s in bad.steps if s.name == "get_price"}
+        said = [r for c in analysis.root_causes if c.step_id in ids for r in c.reasons if "another request" in r]
+        assert said and "weighed x0.50" in said[0]
+        assert analysis.root_causes[0].step_id in ids
+
+
+def test_a_request_answered_otherwise_on_every_repeat_reads_as_changing_on_every_repeat() -> None:
+    """A live reading asked six times with six answers is counted over the answers kept (four): three changes in
+    three repeats, not three in five, so its rate reads as a unit changing on every repeat (review rev49r, L1)."""
+    steps = tuple(
+        Step(f"s{i}", "read_meter", "tool", input={"meter": "M-1"}, output={"meter": "M-1", "kwh": 100 + i},
+             start_ns=2 * i + 1, end_ns=2 * i + 2)
+        for i in range(6)
+    )
+    profile = learn([Run("ok", "meters", outcome="success", steps=steps)])
+    [stats] = profile.steps.values()
+    changes, repeats = _answers._variation_of(stats)
+    assert (list(changes.values()), repeats) == ([3], 3)
+
+
+def test_the_narrowed_answer_checks_read_each_passing_request_and_answer_once() -> None:
+    """Asked of every call of a long failing run, which fields an answer follows (`_requests_of`) and which fields
+    varied (`_varied_of`) are read once for the profile, each passing request and answer once, and each call's
+    own request and answer a bounded number of times: the checks stay linear in the calls."""
+    reads = {"asked": 0, "units": 0}
+    real_asked, real_units = _answers._asked_units, _answers._units
+
+    def asked(*args: Any, **kw: Any) -> Any:
+        reads["asked"] += 1
+        return real_asked(*args, **kw)
+
+    def units(*args: Any, **kw: Any) -> Any:
+        reads["units"] += len(args) == 1  # an answer read whole, not the recursion into its parts
+        return real_units(*args, **kw)
+
+    def shelf(i: int, count: int) -> dict[str, Any]:
+        return {"shelf": f"SH-{i}", "count": count, "note": f"restocked by crew {i % 3} on the night shift"}
+
+    def run(rid: str, answers: list[tuple[int, dict[str, Any]]], *, fail: bool = False) -> Run:
+        steps = tuple(Step(f"s{j}", "read_shelf", "tool", input={"shelf": f"SH-{i}", "aisle": "north"}, output=out,
+                           start_ns=2 * j + 1, end_ns=2 * j + 2) for j, (i, out) in enumerate(answers))
+        return Run(rid, "store", outcome="failure" if fail else "success", steps=steps)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_answers, "_asked_units", asked)
+        mp.setattr(_answers, "_units", units)
+        for n in (40, 160):
+            steady = [(i, shelf(i, i % 5)) for i in range(n)]
+            profile = learn([run("ok1", steady), run("ok2", steady), run("ok3", [(0, shelf(0, 9))])])
+            bad = run("bad", [(i, shelf(i + 1, (i + 1) % 5)) for i in range(n - 1)], fail=True)
+            lin = Lineage(bad)
+            reads.update(asked=0, units=0)
+            found = [e.diagnoser for s in bad.steps for e in violations(s, lin.view(s.step_id), profile)]
+            assert found.count("reference:same-input") == n - 2  # shelf 0's passing counts varied
+            assert found.count("reference:old-answer") == n - 1
+            assert reads["asked"] <= 4 * n and reads["units"] <= 4 * n

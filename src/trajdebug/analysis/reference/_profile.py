@@ -100,10 +100,16 @@ class _StepStats:
     n: int = 0
     runs: set[str] = field(default_factory=set)
     answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    asks: dict[str, int] = field(default_factory=dict)
+    """How many times each request of ``answers`` was made: the repeats its answers' changes are counted
+    against (`_answers._variation_of`)."""
     schemas: dict[frozenset[str], int] = field(default_factory=dict)
     empty: int = 0
     parts: dict[str, dict[str, str]] = field(default_factory=dict)
     """Large parts of its outputs (canonical text) -> the requests that got them -> the run."""
+    part_keys: dict[str, str | None] = field(default_factory=dict)
+    """Per large part (``parts``), the top-level key of the answer it first sat under (None: the whole answer):
+    what each key of an answer follows is read apart (`_answers._requests_of`)."""
     fields: dict[str, _FieldStats] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -271,15 +277,21 @@ def _observe(
 ) -> None:
     if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
         request = _canon(semantic(s, s.input))
-        for part in _large_parts(semantic(s, s.output)):
+        for key, part in keyed_parts(semantic(s, s.output)):
+            st.part_keys.setdefault(part, key)
             got = st.parts.setdefault(part, {})
             if len(got) < 3:
                 got.setdefault(request, run_id)
     asked = answer_key(asked_of(s, steps))
     if len(st.answers) < 500:
         seen = st.answers.setdefault(asked, {})
+        answer = answer_key(semantic(s, s.output))
         if len(seen) < 4:
-            seen.setdefault(answer_key(semantic(s, s.output)), run_id)
+            seen.setdefault(answer, run_id)
+        if answer in seen:
+            # Only the asks whose answer is kept count: the changes are read from the kept answers, so a unit
+            # that changed on every repeat reads as such, not as 3 in n (review rev49r, L1).
+            st.asks[asked] = st.asks.get(asked, 0) + 1
     _apply(st, _record(s, view, run_id), asked)
 
 
@@ -469,13 +481,9 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
         st.sizes.append(ob.size)
 
 
-def _large_parts(value: Any) -> list[str]:
-    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
-    return [part for _, part in keyed_parts(value)]
-
-
 def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
-    """`_large_parts` with the key each top-level value sits under (None for the whole answer)."""
+    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical, with
+    the key each top-level value sits under (None for the whole answer)."""
     out: list[tuple[str | None, str]] = []
     whole = _canon(value)
     if len(whole) >= 40:
