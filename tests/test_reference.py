@@ -2288,6 +2288,45 @@ class TestRecordedAgentsNarrowings:
         assert said and "weighed x0.50" in said[0]
         assert analysis.root_causes[0].step_id in ids
 
+    def test_two_users_with_one_empty_cart_never_hide_a_cart_served_to_the_wrong_user(self, tmp_path: Path) -> None:
+        """A cart looked up by the user alone: two passing users both had an empty cart, which says nothing of
+        whether carts follow the user (every request shares the lookup's one other field, none), so a cache that
+        serves U-5 the cart U-3 got stays an old answer, and the lookup ranks first above the model that added
+        tax to it (review rev49r2)."""
+        empty = {"items": [], "total": 0.0, "currency": "EUR", "note": "cart is empty"}
+        carts = {"U-1": empty, "U-2": empty, "U-3": {"items": [{"sku": "SKU-KET", "price": 39.0}], "total": 39.0},
+                 "U-4": {"items": [{"sku": "SKU-TOA", "price": 25.0}], "total": 50.0},
+                 "U-5": {"items": [{"sku": "SKU-LMP", "price": 22.0}], "total": 22.0},
+                 "U-6": {"items": [{"sku": "SKU-PAN", "price": 30.0}], "total": 30.0}}
+        state: dict[str, str | None] = {"stale": None}
+
+        @trajdebug.step(kind="tool")
+        def get_cart(user_id: str) -> dict[str, Any]:
+            return carts[state["stale"] or user_id]
+
+        @trajdebug.step(kind="llm")
+        def summarize(cart: dict[str, Any]) -> dict[str, Any]:
+            return {"amount": round(cart["total"] * 1.2, 2), "lines": len(cart["items"])}
+
+        @trajdebug.step(kind="tool")
+        def charge(user_id: str, amount: float) -> str:
+            if amount != round(carts[user_id]["total"] * 1.2, 2):
+                raise ValueError(f"amount {amount} does not match checkout session for {user_id}")
+            return "charged"
+
+        def job(user: str, stale: str | None = None) -> tuple[str, Any]:
+            def body() -> None:
+                state["stale"] = stale
+                charge(user, summarize(get_cart(user))["amount"])
+            return user, body
+
+        passing = [job("U-1"), job("U-2"), job("U-3"), job("U-4"), job("U-6"), job("U-4")]
+        bad, pool = _recorded(tmp_path / "carts.jsonl", "shop", [*passing, job("U-5", stale="U-3")])
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        ids = {s.step_id for s in bad.steps if s.name == "get_cart"}
+        assert analysis.root_causes[0].step_id in ids
+        assert "reference:old-answer" in analysis.root_causes[0].signals
+
 
 def test_a_request_answered_otherwise_on_every_repeat_reads_as_changing_on_every_repeat() -> None:
     """A live reading asked six times with six answers is counted over the answers kept (four): three changes in

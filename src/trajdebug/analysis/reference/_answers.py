@@ -484,8 +484,11 @@ def _requests_of(st: _StepStats) -> _Requests:
             if len(differ) == 1 and wa == wb:
                 (f,) = differ
                 subjects.setdefault(st.part_keys.get(part), {}).setdefault(f, set()).add(_subject(fa, wa, f))
-    # One subject's answer alike on two dates (a price that did not change) is no sign that the answer does
-    # not follow the date for every subject: two subjects must show it, or the one asking (review rev48r, M1).
+    # A subject every passing request shares (a lookup by one field; a constant status) is no request's own: two
+    # users' empty carts would say no cart follows the user (review rev49r2).
+    alike = {f for by in subjects.values() for f in by if len({_subject(fa, wa, f) for fa, wa, _ in read.values()}) < 2}
+    subjects = {k: {f: seen for f, seen in by.items() if f not in alike} for k, by in subjects.items()}
+    # One subject's answer alike on two dates is no sign for every subject: two must show it (review rev48r, M1).
     loose = {k: frozenset(f for f, seen in by.items() if len(seen) >= 2) for k, by in subjects.items()}
     out = (len(read), counts, loose, subjects)
     if len(_REQUESTS) > 512:
