@@ -75,7 +75,9 @@ f513b7e, the last round's final analysis: development suites since).  ``suite_zz
 round's final analysis: development suites since).  ``suite_zzj`` and ``suite_zzk`` (written blind and frozen on 2026-12-05 at 21:46
 and 21:48 UTC, scored once held out at 23:49-23:51 UTC on 3627957e, the last round's final analysis: development
 suites since).  ``suite_zzl`` and ``suite_zzm`` (written blind and frozen on 2026-12-06 at 00:07 and
-00:11 UTC: this round's end measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+00:11 UTC, scored once held out at 01:48-01:49 UTC on cb62dfd6, the round's final analysis: development suites
+since).  No suite is held out now (`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See
+``STATUS``.
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzm": "held out (written blind and frozen on 2026-12-06 at 00:11 UTC; not yet scored: this round's end measure, with suite_zzl)",
-    "suite_zzl": "held out (written blind and frozen on 2026-12-06 at 00:07 UTC; not yet scored: this round's end measure, with suite_zzm)",
+    "suite_zzm": "development (scored once held out on 2026-12-06 at 01:49 UTC on cb62dfd6; its misses not yet studied)",
+    "suite_zzl": "development (scored once held out on 2026-12-06 at 01:48 UTC on cb62dfd6; its misses not yet studied)",
     "suite_zzk": "development (scored once held out on 2026-12-05 at 23:51 UTC on 3627957e; its misses not yet studied)",
     "suite_zzj": "development (scored once held out on 2026-12-05 at 23:49 UTC on 3627957e; its misses not yet studied)",
     "suite_zzi": "development (scored once held out on 2026-12-05 at 23:04 UTC on 14b340c6; its misses not yet studied)",
