@@ -165,6 +165,17 @@ class Lexicon:
     """Of ``handle_words``, those that only ever name an identifier (``id``, ``ref``): a field named by them alone
     names the record it sits in, so it is the call's own handle (``parent_id``, qualified, is another's)."""
 
+    record_name_words: frozenset[str]
+    """The last word of a field's name that makes it name its record in a list (``item_name``, ``sku``; any name
+    ending in ``id`` too): records lined up by it for the same-input comparison (`reference._fields`)."""
+
+    value_field_words: frozenset[str]
+    """The field that makes a record a named value (an attribute list's ``{"name": "price_eur", "value": 42}``,
+    `reference._fields`)."""
+
+    value_name_fields: tuple[str, ...]
+    """The fields that name such a value, in the order tried."""
+
     granted_words: frozenset[str]
     """Words of a yes/no field that says whether a call's request was granted (``available``, ``approved``,
     ``success``): false there is a service saying no, an honest answer, not one that failed to answer."""
@@ -418,6 +429,9 @@ ENGLISH = Lexicon(
          "slot", "locator", "tracking"}
     ),
     identifier_words=frozenset({"id", "uuid", "guid", "ref", "reference"}),
+    record_name_words=frozenset({"id", "key", "code", "sku", "name", "slug", "title", "label"}),
+    value_field_words=frozenset({"value", "values", "val"}),
+    value_name_fields=("name", "key"),
     granted_words=frozenset(
         {"ok", "success", "successful", "succeeded", "available", "approved", "accepted", "confirmed", "granted",
          "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}

@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH
+
 
 _Units = dict[str, list[tuple[str, str]]]
 """Leaf values by unit, each with its record's key in a list of records lined up by one ("" elsewhere)."""
@@ -96,14 +98,10 @@ def _record_key(items: list[Any]) -> str | None:
         if all(k in v and isinstance(v[k], (str, int)) and not isinstance(v[k], bool) for v in items)
         and len({_cell(v[k]) for v in items}) == len(items)
     ]
-    named = [k for k in fields if _SEP.split(str(k).casefold())[-1] in _ID_NAMES or str(k).casefold().endswith("id")]
+    named = [k for k in fields if _SEP.split(str(k).casefold())[-1] in ENGLISH.record_name_words or str(k).casefold().endswith("id")]
     texts = [k for k in fields if isinstance(first[k], str) and not _NOT_NAME.search(first[k])]
     return str(named[0]) if named else (str(texts[0]) if texts else None)
 
-
-_ID_NAMES = frozenset({"id", "key", "code", "sku", "name", "slug", "title", "label"})
-"""The fields that name their record, as a name's last word (``item_name``, ``sku``; and any name ending in
-``id``: ``order_id``, ``orderId``)."""
 
 _SEP = re.compile(r"[\W_]+")
 """What parts a field name's words."""
@@ -124,16 +122,13 @@ def _unit_path(path: str, record: Mapping[Any, Any], key: Any) -> str:
     if len(record) > 4:
         return f"{path}.{key}"
     fields = {str(k).casefold(): v for k, v in record.items()}
-    if fields.keys() & _VALUE_FIELDS:
-        for label in ("name", "key"):
+    if fields.keys() & ENGLISH.value_field_words:
+        for label in ENGLISH.value_name_fields:
             own = fields.get(label)
             if label != str(key).casefold() and isinstance(own, str) and len(own) <= 60:
                 return f"{path}.{own}.{key}"
     return f"{path}.{key}"
 
-
-_VALUE_FIELDS = frozenset({"value", "values", "val"})
-"""The field beside a ``name`` or ``key`` that makes a record a named value (`_unit_path`)."""
 
 
 def _json_text(value: str) -> Any:
