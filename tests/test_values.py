@@ -317,3 +317,13 @@ def test_a_numbers_writing_shows_its_separators_use_only_where_one_reading_fits(
     assert separator_marks("1.250.000") == {".thousands"}
     assert separator_marks("12,345.6") == {",thousands"}
     assert not separator_marks("1,250") and not separator_marks("1.250")
+
+
+def test_two_dates_name_one_year_unless_both_name_a_year_and_they_differ() -> None:
+    """`same_year` compares the years two dates are written with (what `date_keys` leaves out): a date with no
+    year matches any; 2024-06-15 and 2025-06-15 share a day key but not a year."""
+    from trajdebug.core.mentions import date_year, same_year
+
+    assert date_year("2024-06-15") == "2024" and date_year("15 June") is None
+    assert same_year("2024-06-15", "15/06/2024") and same_year("2024-06-15", "June 15")
+    assert not same_year("2024-06-15", "2025-06-15")

@@ -109,6 +109,22 @@ _DM = re.compile(r"(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3})", re.I)
 _TIME = re.compile(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s?([ap])?\.?m?\.?$", re.I)
 
 
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")
+
+
+def date_year(raw: str) -> str | None:
+    """The year a date as written names (1800 to 2199; the first), None when it names none: what `date_keys`
+    leaves out, for a match that must hold in the year too (a warranty's 2026-08-01 against 2024-08-01)."""
+    m = _YEAR.search(raw)
+    return m.group(0) if m else None
+
+
+def same_year(a: str, b: str) -> bool:
+    """Whether two dates as written name one year, or either names none."""
+    ya, yb = date_year(a), date_year(b)
+    return ya is None or yb is None or ya == yb
+
+
 def date_keys(raw: str) -> list[str]:
     """Canonical keys of a date or time as written: ``d:MM-DD`` for the day, ``t:HH:MM`` for the time.
 
@@ -402,10 +418,12 @@ __all__ = [
     "Mention",
     "date_forms",
     "date_keys",
+    "date_year",
     "is_date",
     "is_year",
     "mentions",
     "number_key",
     "parse_number",
+    "same_year",
     "separator_marks",
 ]

@@ -27,6 +27,7 @@ from trajdebug.analysis.diagnosers._parsed_lines import (
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
+from trajdebug.core.mentions import date_year, same_year
 from trajdebug.core.model import Dependency, Step
 from trajdebug.core.values import atoms
 
@@ -203,7 +204,7 @@ def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str]
             + (", which the failure names" if missed else ""),
             "parse-dropped",
         )
-    elif values and not either and all(_YEAR.findall(str(v))[:1] == _YEAR.findall(o)[:1] for v, o in converted):
+    elif values and not either and all(date_year(str(v)) == date_year(o) for v, o in converted):
         # (A date matched by month and day alone, one side naming no year, was not shown kept.)
         yield Evidence(sid, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
@@ -237,16 +238,11 @@ def _converted(lost: list[Any], out: Any) -> list[tuple[Any, str]]:
             # (A date of two numbers is keyed month first; written day first, "25/04/2025", it is read both ways.)
             m = _TWO_NUMBERS.fullmatch(v)
             keys = [mine[0].key] + ([f"d:{int(m.group(3)):02d}-{int(m.group(1)):02d}"] if m else [])
-            year = _YEAR.findall(v)[:1]
-            same = (o for k in keys for o in written.get(k, ()) if _YEAR.findall(o)[:1] in ([], year) or not year)
+            same = (o for k in keys for o in written.get(k, ()) if same_year(v, o))
             o = next(same, None)
             if o is not None:
                 found.append((v, o))
     return found
-
-
-_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")
-"""A year written in a date (1800 to 2199)."""
 
 
 _FIELD_SEPARATOR = re.compile(r"\s*[;|\t]\s*")

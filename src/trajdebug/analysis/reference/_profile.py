@@ -17,7 +17,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.chat import tool_names
-from trajdebug.core.mentions import separator_marks
+from trajdebug.core.mentions import date_year, same_year, separator_marks
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -306,16 +306,13 @@ def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
     return all(operands.given(a) for a in days) if days else None
 
 
-_YEAR = re.compile(r"(?<!\d)(?:1[89]|2[01])\d\d(?!\d)")  # a year written in a date (1800 to 2199)
-
-
 def _years_given(atoms: Sequence[Any], operands: StepView) -> bool:
     """Whether every date of a field given by month and day (`date_keys`) was given in that year too (or with
     none, or as written): a warranty's end, 2026-08-01, is no value its purchase's 2024-08-01 gave."""
     for a in atoms:
-        year = _YEAR.findall(a.raw)[:1] if a.kind == "date" and a.key.startswith(DAY_PREFIX) else []
-        settled = not year or not operands.given(a) or a.raw.casefold() in operands.in_text
-        if not settled and not any(i.kind == "date" and i.key == a.key and _YEAR.findall(i.raw)[:1] in ([], year) for i in operands.inputs):
+        year = date_year(a.raw) if a.kind == "date" and a.key.startswith(DAY_PREFIX) else None
+        settled = year is None or not operands.given(a) or a.raw.casefold() in operands.in_text
+        if not settled and not any(i.kind == "date" and i.key == a.key and same_year(a.raw, i.raw) for i in operands.inputs):
             return False
     return True
 
