@@ -76,9 +76,10 @@ round's final analysis: development suites since).  ``suite_zzj`` and ``suite_zz
 and 21:48 UTC, scored once held out at 23:49-23:51 UTC on 3627957e, the last round's final analysis: development
 suites since).  ``suite_zzl`` and ``suite_zzm`` (written blind and frozen on 2026-12-06 at 00:07 and
 00:11 UTC, scored once held out at 01:48-01:49 UTC on cb62dfd6, the round's final analysis: development suites
-since).  ``suite_zzn`` and ``suite_zzo`` (written blind and frozen on 2026-12-06 at 02:08 UTC: the
-next round's first measure; ZZO's writer saw the README's one-paragraph account of the method after every fault was
-written) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+since).  ``suite_zzn`` and ``suite_zzo`` (written blind and frozen on 2026-12-06 at 02:08 UTC, scored once held
+out at 02:36-02:37 UTC on a48e53d7, the last round's final analysis; ZZO's writer saw the README's one-paragraph
+account of the method after every fault was written: development suites since).  No suite is held out now
+(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzo": "held out (written blind and frozen on 2026-12-06 at 02:08 UTC; not yet scored: the next round's first measure, with suite_zzn; its writer glimpsed the README's account of the method after every fault was written)",
-    "suite_zzn": "held out (written blind and frozen on 2026-12-06 at 02:08 UTC; not yet scored: the next round's first measure, with suite_zzo)",
+    "suite_zzo": "development (scored once held out on 2026-12-06 at 02:37 UTC on a48e53d7; its writer glimpsed the README's account of the method after every fault was written; its misses not yet studied)",
+    "suite_zzn": "development (scored once held out on 2026-12-06 at 02:36 UTC on a48e53d7; its misses not yet studied)",
     "suite_zzm": "development (scored once held out on 2026-12-06 at 01:49 UTC on cb62dfd6; its misses not yet studied)",
     "suite_zzl": "development (scored once held out on 2026-12-06 at 01:48 UTC on cb62dfd6; its misses not yet studied)",
     "suite_zzk": "development (scored once held out on 2026-12-05 at 23:51 UTC on 3627957e; its misses not yet studied)",

@@ -28,7 +28,7 @@ to confirm the L2 recipe (`RECIPE`) on a second seed: a recipe chosen on one see
 
 FRAMEWORK = (
     "suite_a", "suite_b", "suite_c", "suite_d", "suite_e", "suite_f", "suite_g", "suite_h", "suite_i", "suite_j", "suite_k", "suite_l",
-    "suite_m", "suite_n", "suite_o", "suite_p", "suite_q", "suite_r", "suite_s", "suite_t", "suite_u", "suite_v", "suite_w", "suite_x", "suite_y", "suite_z", "suite_za", "suite_zb", "suite_zc", "suite_zd", "suite_ze", "suite_zf", "suite_zg", "suite_zh", "suite_zi", "suite_zj", "suite_zk", "suite_zl", "suite_zm", "suite_zn", "suite_zo", "suite_zp", "suite_zq", "suite_zr", "suite_zs", "suite_zt", "suite_zu", "suite_zv", "suite_zw", "suite_zx", "suite_zy", "suite_zz", "suite_zza", "suite_zzb", "suite_zzc", "suite_zzd", "suite_zze", "suite_zzf", "suite_zzg", "suite_zzh", "suite_zzi", "suite_zzj", "suite_zzk", "suite_zzl", "suite_zzm", "suite_dev",
+    "suite_m", "suite_n", "suite_o", "suite_p", "suite_q", "suite_r", "suite_s", "suite_t", "suite_u", "suite_v", "suite_w", "suite_x", "suite_y", "suite_z", "suite_za", "suite_zb", "suite_zc", "suite_zd", "suite_ze", "suite_zf", "suite_zg", "suite_zh", "suite_zi", "suite_zj", "suite_zk", "suite_zl", "suite_zm", "suite_zn", "suite_zo", "suite_zp", "suite_zq", "suite_zr", "suite_zs", "suite_zt", "suite_zu", "suite_zv", "suite_zw", "suite_zx", "suite_zy", "suite_zz", "suite_zza", "suite_zzb", "suite_zzc", "suite_zzd", "suite_zze", "suite_zzf", "suite_zzg", "suite_zzh", "suite_zzi", "suite_zzj", "suite_zzk", "suite_zzl", "suite_zzm", "suite_zzn", "suite_zzo", "suite_dev",
 )
 """The blind suites, written on the real frameworks and recording routes: their leave-one-suite-out top-1
 is the number that predicts a fresh blind suite, so every recipe is judged on it."""

@@ -85,6 +85,8 @@ SOURCES = [
             ("suite_zzk", "; scored once held out, trained on from the first retraining after 2026-12-05 23:51 UTC"),
             ("suite_zzl", "; scored once held out, trained on from the first retraining after 2026-12-06 01:48 UTC"),
             ("suite_zzm", "; scored once held out, trained on from the first retraining after 2026-12-06 01:49 UTC"),
+            ("suite_zzn", "; scored once held out, trained on from the first retraining after 2026-12-06 02:36 UTC"),
+            ("suite_zzo", "; scored once held out, trained on from the first retraining after 2026-12-06 02:37 UTC"),
         )
     ],
 ]
@@ -642,7 +644,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzm with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzo with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
