@@ -80,3 +80,38 @@ def test_a_generator_written_as_a_module_is_run_as_one() -> None:
     for name in modules:
         text = (HERE / name / "generate.py").read_text()
         assert "from ." in text and "__package__ =" not in text
+
+
+def test_a_generator_failing_twice_is_named_with_its_last_error_and_the_other_suites_are_still_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite whose generator exits non-zero twice is reported by name with its last stderr line, its stderr kept,
+    and `run_blind` goes on without it."""
+    import benchmarks.blind as blind
+
+    code = "import sys; sys.stderr.write('Traceback\\nAssertionError: case c7 did not fail\\n'); sys.exit(3)"
+    monkeypatch.setattr(blind, "_generator", lambda suite: ["-c", code])
+    said: list[str] = []
+    with pytest.raises(blind.GenerationError, match=r"suite_x: .*failed twice \(exit 3\): AssertionError: case c7"):
+        blind.generate("suite_x", tmp_path, progress=said.append)
+    assert (tmp_path / "suite_x.generate-1.err").read_text().endswith("did not fail\n")
+    assert (tmp_path / "suite_x.generate-2.err").exists()
+    assert blind.run_blind(["suite_y"], workdir=tmp_path, progress=said.append) == {}
+    assert any("not scored" in line and "suite_y" in line for line in said)
+
+
+def test_a_generator_that_fails_once_is_run_again_and_its_output_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A generator that fails on its first attempt and succeeds on its second yields the suite's folder."""
+    import benchmarks.blind as blind
+
+    marker = tmp_path / "tried"
+    code = (
+        "import sys, pathlib; m = pathlib.Path(sys.argv[1]); out = pathlib.Path(sys.argv[2])\n"
+        "if not m.exists():\n    m.write_text('1'); sys.exit(1)\n"
+        "(out / 'index.json').write_text('{\"cases\": []}')"
+    )
+    monkeypatch.setattr(blind, "_generator", lambda suite: ["-c", code, str(marker)])
+    said: list[str] = []
+    dest = blind.generate("suite_x", tmp_path / "wd", progress=said.append)
+    assert (dest / "index.json").exists() and marker.exists()
+    assert any("again" in line for line in said)
