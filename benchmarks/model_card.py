@@ -255,6 +255,26 @@ def _blind_lines(b: Mapping[str, Any] | None) -> list[str]:
             *rows, ""]
 
 
+def _recalibration_summary() -> list[str]:
+    """One paragraph on the shipped recalibration (docs/benchmarks.md), when its results are saved."""
+    from benchmarks.recalibrate import RESULTS
+
+    if not RESULTS.exists():
+        return []
+    res = json.loads(RESULTS.read_text())
+    if "method" not in res or not res.get("ship"):
+        return []
+    n, b = res["nested"], res["shipped"]
+    return [
+        f"Those were the training-time calibrator's numbers. Shipped since 2026-12-06: it rescaled per setting on the {len(res['suites'])}",
+        "suites the trees never saw (`python -m benchmarks.recalibrate`); there, each suite scored by a fit that never saw it,",
+        f"`confident` is {_p1(n['pooled']['precision'])} precise at {_p1(n['pooled']['coverage'])} coverage (with references"
+        f" {_p1(n['by_setting']['references']['precision'])} at {_p1(n['by_setting']['references']['coverage'])}; never of a run alone),"
+        f" error **{n['pooled']['ece']:.3f}**, against the training-time calibrator's {_p1(b['pooled']['precision'])} at"
+        f" {_p1(b['pooled']['coverage'])}, error {b['pooled']['ece']:.3f}, on the same runs (docs/model-card.md, \"Calibration\").",
+    ]
+
+
 def _recalibration() -> list[str]:
     """The recalibration on suites the model never saw (`benchmarks.recalibrate`), when its results are saved."""
     from benchmarks.recalibrate import RESULTS, card_lines
@@ -717,6 +737,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
             if "nested_precision" in cal
             else []
         ),
+        *_recalibration_summary(),
         "",
         "![reliability diagram of the learned ranker](reliability.png)",
         "",
