@@ -257,7 +257,7 @@ def _blind_lines(b: Mapping[str, Any] | None) -> list[str]:
 
 def _recalibration_summary() -> list[str]:
     """One paragraph on the shipped recalibration (docs/benchmarks.md), when its results are saved."""
-    from benchmarks.recalibrate import RESULTS
+    from benchmarks.recalibrate_card import RESULTS
 
     if not RESULTS.exists():
         return []
@@ -277,7 +277,7 @@ def _recalibration_summary() -> list[str]:
 
 def _recalibration() -> list[str]:
     """The recalibration on suites the model never saw (`benchmarks.recalibrate`), when its results are saved."""
-    from benchmarks.recalibrate import RESULTS, card_lines
+    from benchmarks.recalibrate_card import RESULTS, card_lines
 
     return card_lines(json.loads(RESULTS.read_text())) if RESULTS.exists() else []
 

@@ -55,6 +55,7 @@ from typing import Any
 
 from benchmarks import learning as L
 from benchmarks.corpus import DEV_SUITES, HELD_OUT, Case
+from benchmarks.recalibrate_card import RESULTS, pct
 from benchmarks.train import LIKELY, ece, platt_fit, threshold
 from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, margins, model_from_dict
 
@@ -62,8 +63,6 @@ from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, margins,
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "benchmarks" / "recalibrate_rows.json"
 """The cached rows (`Row`), one per suite, case and setting."""
-RESULTS = ROOT / "benchmarks" / "recalibrate_results.json"
-"""The measured numbers and the decision."""
 TERMS = "pnmh"
 """The refit calibrator's terms: the shipped one's (`benchmarks.train.BLIND_TERMS`)."""
 SHIP_PRECISION = 0.895
@@ -310,16 +309,12 @@ def recalibrated(model: Model, res: dict[str, Any]) -> Model:
                    confident=f["confident"], confident_references=f["confident_references"], meta=meta)
 
 
-def _pct(x: float) -> str:
-    return "-" if math.isnan(x) else f"{100 * x:.1f} %"
-
-
 def _part_lines(v: dict[str, Any], by_pair: bool = True) -> list[str]:
     out = [f"  {'':<18} {'n':>5} {'top-1':>7} {'ECE':>6} {'confident':>10} {'right':>6} {'precision':>10} {'coverage':>9}"]
     parts = (("pooled", v["pooled"]), *v["by_setting"].items(), *(v["by_pair"].items() if by_pair else ()))
     for key, part in parts:
-        out.append(f"  {key:<18} {part['n']:>5} {_pct(part['top1']):>7} {part['ece']:>6.3f} {part['confident']:>10}"
-                   f" {part['right']:>6} {_pct(part['precision']):>10} {_pct(part['coverage']):>9}")
+        out.append(f"  {key:<18} {part['n']:>5} {pct(part['top1']):>7} {part['ece']:>6.3f} {part['confident']:>10}"
+                   f" {part['right']:>6} {pct(part['precision']):>10} {pct(part['coverage']):>9}")
     return out
 
 
@@ -335,88 +330,13 @@ def report(res: dict[str, Any]) -> list[str]:
     f = res["final"]
     out += [f"\nfinal fit on every row: platt alone {[round(c, 4) for c in f['platt']]}, with references"
             f" {[round(c, 4) for c in f['platt_references']]}, confident {f['confident']} alone, {f['confident_references']}"
-            f" with references (in-sample precision {_pct(f['in_sample']['pooled']['precision'])}"
-            f" at {_pct(f['in_sample']['pooled']['coverage'])})"]
+            f" with references (in-sample precision {pct(f['in_sample']['pooled']['precision'])}"
+            f" at {pct(f['in_sample']['pooled']['coverage'])})"]
     if "older" in res:
         for name in ("shipped", "final"):
             out.append(f"\n{len(res['older']['suites'])} suites the trees were trained on, {name} calibrator (in sample)")
             out += _part_lines(res["older"][name], by_pair=False)
     return [*out, *res["checks"], f"decision: {'SHIP' if res['ship'] else 'keep the shipped calibrator'}"]
-
-
-def _cell(part: dict[str, Any]) -> str:
-    if not part["confident"]:
-        return "never | 0.0 %"
-    return f"{part['right']} / {part['confident']} = {_pct(part['precision'])} | {_pct(part['coverage'])}"
-
-
-def _table(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
-    out = ["| calibrator, setting | runs | top-1 | ECE | right / `confident` | coverage |", "|---|---:|---:|---:|---:|---:|"]
-    for label, v in rows:
-        for key, part in (("alone", v["by_setting"]["alone"]), ("with references", v["by_setting"]["references"]),
-                          ("pooled", v["pooled"])):
-            out.append(f"| {label}, {key} | {part['n']} | {_pct(part['top1'])} | {part['ece']:.3f} | {_cell(part)} |")
-    return out
-
-
-def card_lines(res: dict[str, Any] | None) -> list[str]:
-    """The model card's section on the recalibration (docs/model-card.md), from ``res`` (`evaluate`)."""
-    if not res or "method" not in res:
-        return []
-    f, suites = res["final"], res["suites"]
-    shipped = res["shipped"]
-    out = [
-        "### Recalibration on suites the model never saw (the shipped calibrator and thresholds)",
-        "",
-        "The calibrator and thresholds above were fitted on predictions of suites the trees were trained on, and were",
-        f"too sure on fresh agents. The {len(suites)} framework suites absent from the model's data ({suites[0]} to"
-        f" {suites[-1]}, {res['rows']} analyses: each case alone and with references) are out of sample for the trees,",
-        "so the shipped calibrator is refitted there (`python -m benchmarks.recalibrate`, `rescale`): for each setting,",
-        "whether the best candidate was right regressed on the previous calibrator's log-odds (an intercept and a slope,",
-        "so within a setting the order of confidences, and every ranking, is unchanged), and each setting's `confident`",
-        "threshold the lowest confidence at which that setting's rows are right at least 90 % of the time over at least",
-        "20 runs, never `confident` when none is. Shipped:",
-        f"`platt` {[round(c, 4) for c in f['platt']]} alone, `platt_references` {[round(c, 4) for c in f['platt_references']]};",
-        ("`confident` never alone" if f["confident"] > 1 else f"`confident` >= {f['confident']:.3f} alone")
-        + f", >= {f['confident_references']:.3f} with references.",
-        "",
-        "Nested: each suite scored by the calibrator and thresholds fitted on the other suites only (every row scored",
-        "once, by a fit that never saw its suite), against the previous calibrator (one threshold,"
-        f" {shipped['confident']}) on the same rows:",
-        "",
-        *_table([("previous", shipped), ("rescaled, nested", res["nested"]),
-                 ("round 48's refit (Platt on pnmh, a threshold per setting), nested", res["refit_nested"])]),
-        "",
-        "A run alone is never `confident`: on these suites no confidence of a run alone was right 90 % of the time",
-        "over 20 runs or more (the runs alone the previous calibrator was surest of: the top 20 right 75 %, the top 100",
-        "77 %; a logistic calibrator over all 84 features of the best candidate reached 85 % at 3.7 % coverage, nested).",
-        "The wrong `confident` runs alone had no mark the right ones lacked: each had an origin mark (as 93 % of the",
-        "right ones), their margin over the runner-up was as large (3.2 against 3.1 log-odds), and they sat just above",
-        "the threshold (ZZN/ZZO's three at 0.763 to 0.766 against 0.763). What would settle such a run is what the",
-        "`unsure` text says: a passing run of the agent as a reference, `--judge`, or `--verify`.",
-        "",
-        "Chosen after trying, on the same nested rows, a full Platt refit on probability, steps, margin and hand score",
-        "(with and without the setting as a term; one calibrator per setting), with the best candidate's signal count,",
-        "suspicion, reference-grounded evidence or the runner-up's hand score as terms, thresholds with a Wilson lower",
-        "bound, and the previous calibrator with only its thresholds re-chosen; rescaling was the one that met the rule",
-        "(nested precision >= 89.5 %, ECE <= 0.05, above the previous calibrator's precision). Choosing among them on",
-        "these rows flatters its nested precision a little: the next fresh pair is its test. Goals missed: precision",
-        "at `confident` 90 % and coverage 30 %.",
-    ]
-    pairs = res["nested"]["by_pair"]
-    out += ["", "By suite pair (both settings; the pairs as written, each scored once held out first):", "",
-            "| suites | runs | previous right / `confident` | rescaled, nested |", "|---|---:|---:|---:|",
-            *[f"| {k} | {v['n']} | {shipped['by_pair'][k]['right']} / {shipped['by_pair'][k]['confident']} |"
-              f" {v['right']} / {v['confident']} |" for k, v in pairs.items()]]
-    if "older" in res:
-        o = res["older"]
-        out += ["", f"On the {len(o['suites'])} framework suites the trees were trained on (in sample for the trees,"
-                " so optimistic for both calibrators):", "",
-                *_table([("previous", o["shipped"]), ("rescaled", o["final"])]), "",
-                "There the trees' best candidate is right more often than on agents they never saw, so the rescaled",
-                "calibrator reads low (its error there is that gap, not a miscalibration on fresh suites); `confident`",
-                "is no less precise, on fewer runs, and never of a run alone."]
-    return [*out, ""]
 
 
 def _rows(path: Path, suites: Sequence[str], workdir: Path | None, model: Model) -> list[Row]:
