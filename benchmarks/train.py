@@ -22,6 +22,11 @@ Steps, all seeded (`benchmarks.learning.SEED`):
 4. the final model on every case, fitted with `benchmarks.learning.RECIPE`, written to
    ``src/trajdebug/analysis/model.json``, with docs/model-card.md and
    docs/reliability.png.
+5. (since 2026-12-06) the shipped calibrator and ``confident`` thresholds are re-chosen where the trees never
+   looked: ``python -m benchmarks.recalibrate --workdir DIR --ship`` on the framework suites absent from the
+   model's data (zj to zzo for the model of 2026-12-04; rows cached in benchmarks/recalibrate_rows.json, results
+   in benchmarks/recalibrate_results.json, rendered into the model card's "Calibration").  Right after a
+   retraining on every suite there are none: step 3's calibrator ships until fresh suites accrue.
 
 ``--corpus FILE`` reuses (or writes, when missing) a corpus cache;
 ``--group route`` fits `benchmarks.learning.RECIPE` counting cases by recording route instead of by suite

@@ -150,6 +150,29 @@ def test_a_platt_references_term_moves_only_runs_analysed_with_references() -> N
     assert six.calibrate(0.6, 5, 1.0, 0.4, references=True) > six.calibrate(0.6, 5, 1.0, 0.4)
 
 
+def test_a_run_with_references_reads_its_own_platt_coefficients() -> None:
+    """With `platt_references` set, a run analysed with references is calibrated by those coefficients and a run
+    alone by `platt`; the file keeps them, and a file written without them reads None (one calibrator for both)."""
+    m = Model((), 0.0, 1.0, (), platt=(0.0, 1.0, 0.0, 0.0, 0.0), platt_references=(2.0, 1.0, 0.0, 0.0, 0.0))
+    assert m.calibrate(0.5, 5) == pytest.approx(0.5)
+    assert m.calibrate(0.5, 5, references=True) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    back = model_from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.platt_references == m.platt_references and back.calibrate(0.5, 5, references=True) == m.calibrate(
+        0.5, 5, references=True)
+    one = m.to_dict()
+    del one["platt_references"]
+    assert model_from_dict(one).platt_references is None
+
+
+def test_the_shipped_model_is_never_confident_of_a_run_alone() -> None:
+    """On suites its trees never saw, no confidence of a run analysed alone was right 90 % of the time, so the
+    shipped model says at most `likely` of one; with references a sure enough best candidate is `confident`."""
+    m = load_model()
+    assert m is not None and m.confident > 1.0 and m.confident_references is not None
+    assert m.verdict(0.999) == "likely" and m.verdict(0.999, references=True) == "confident"
+    assert m.verdict(m.confident_references - 1e-6, references=True) == "likely"
+
+
 def test_rerank_reads_whether_the_analysis_had_references(run: Run) -> None:
     """The same ranked steps are more confident, and judged by the references threshold, when the analysis
     compared the run with passing runs of its agent."""

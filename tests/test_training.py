@@ -74,10 +74,10 @@ def test_warm_start_keeps_the_prior_and_learns_the_new_agent() -> None:
     """Boosting on from a prior keeps its trees first (and its calibration) and learns what the prior did not know."""
     prior = training.fit(_cases("x"), seed=1, params={"n_estimators": 5, "max_depth": 2, "min_samples_leaf": 1})
     prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7, platt=(0.1, 1.0, 0.0, 0.5),
-                  confident_references=0.6)
+                  confident_references=0.6, platt_references=(0.3, 1.0, 0.0, 0.5))
     fitted = training.fit(_cases("y"), seed=1, prior=prior)
     assert len(fitted.trees) > len(prior.trees) and fitted.confident == 0.7 and fitted.platt == prior.platt
-    assert fitted.confident_references == 0.6
+    assert fitted.confident_references == 0.6 and fitted.platt_references == prior.platt_references
     assert fitted.raw({"y": 1.0}) > fitted.raw({"y": 0.0})
     assert fitted.trees[: len(prior.trees)] == tuple(
         tuple((fitted.feature_names.index(prior.feature_names[f]) if f >= 0 else -1, th, lo, hi, v) for f, th, lo, hi, v in t)

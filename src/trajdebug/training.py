@@ -179,7 +179,7 @@ def fit(
     model = assemble(prior.init, prior.rate, [*_named(prior), *_trees(gbm, names, scale)])
     return replace(
         model, calibration=prior.calibration, platt=prior.platt, confident=prior.confident, likely=prior.likely,
-        confident_references=prior.confident_references, meta=prior.meta,
+        confident_references=prior.confident_references, platt_references=prior.platt_references, meta=prior.meta,
     )
 
 

@@ -16,7 +16,8 @@ calibration, on the blind suites each scored by a model that never saw it, for
 precision >= 90 % over at least 20 cases; above 1, so never, when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.
 A run analysed with references (passing runs of its agent) may have its own ``confident`` threshold
 (``confident_references``): with references the best candidate is right far more often than alone at the
-same confidence, so one threshold was too sure of a run alone (docs/model-card.md, "Calibration").  No runtime dependency: scoring is a tree walk.
+same confidence, so one threshold was too sure of a run alone (docs/model-card.md, "Calibration"); and its own
+Platt coefficients (``platt_references``), both refitted on suites the trees never saw (`benchmarks.recalibrate`).  No runtime dependency: scoring is a tree walk.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class Model:
     little evidence is often wrong however far ahead it is."""
     confident_references: float | None = None
     """The ``confident`` threshold of a run analysed with references (None: `confident`, as for a run alone)."""
+    platt_references: tuple[float, ...] | None = None
+    """The Platt coefficients of a run analysed with references (None: `platt` for both settings).  Since
+    2026-12-06 (issue 23) each setting has its own: refitted on suites the trees never saw, a run alone and a
+    run with references at the same `platt` score were right at different rates (docs/model-card.md,
+    "Recalibration on suites the model never saw")."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -97,8 +103,9 @@ class Model:
         """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
         (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``,
         in a run analysed with ``references`` or alone."""
-        if self.platt is not None:
-            a, b, c, *rest = self.platt
+        coef = self.platt_references if references and self.platt_references is not None else self.platt
+        if coef is not None:
+            a, b, c, *rest = coef
             q = min(max(p, 1e-9), 1 - 1e-9)
             extra = sum(w * x for w, x in zip(rest, (margin, hand, float(references)), strict=False))
             z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + extra
@@ -129,6 +136,7 @@ class Model:
             "trees": [[list(n) for n in t] for t in self.trees],
             "calibration": {"x": list(self.calibration[0]), "y": list(self.calibration[1])},
             "platt": None if self.platt is None else list(self.platt),
+            **({} if self.platt_references is None else {"platt_references": list(self.platt_references)}),
             "thresholds": {"confident": self.confident, "likely": self.likely,
                            **({} if self.confident_references is None else {"confident_references": self.confident_references})},
             "meta": dict(self.meta or {}),
@@ -150,6 +158,7 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
         data.get("meta"),
         None if not data.get("platt") else tuple(float(v) for v in data["platt"]),
         None if th.get("confident_references") is None else float(th["confident_references"]),
+        None if not data.get("platt_references") else tuple(float(v) for v in data["platt_references"]),
     )
 
 
