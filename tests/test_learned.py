@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import trajdebug
-from trajdebug.analysis import analyze
+from trajdebug.analysis import analyze, learned
 from trajdebug.analysis.features import features, ranked_keys
 from trajdebug.analysis.learned import (
     DEFAULT_PATH,
@@ -307,3 +307,55 @@ def test_a_candidates_own_features_are_merged_under_ranker_names(run: Run) -> No
         row = rows[(c.run_id, c.step_id)]
         assert {f"ranker:{k}" for k in c.features} <= set(row)
         assert all(row[f"ranker:{k}"] == float(v) for k, v in c.features.items())
+
+
+def test_raw_all_scores_every_row_as_raw_does_walking_each_cell_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """raw_all gives each row exactly raw()'s log-odds, on the shipped model and on rows at, between and beyond
+    its thresholds, and walks the trees once per cell of thresholds (rows between the same thresholds share it)."""
+    import random
+
+    m = load_model("default")
+    assert m is not None
+    rng = random.Random(3)
+    cut = learned.splits(m)
+    assert cut is not None
+    rows: list[dict[str, float]] = []
+    for k in range(400):
+        row: dict[str, float] = {}
+        for i, ts in zip(cut.used, cut.cuts, strict=True):
+            t = rng.choice(ts)
+            row[m.feature_names[i]] = rng.choice((t, t + 1e-9, t - 1e-9, t * 2.0, 0.0, -t))
+        rows.append(row)
+        rows.append(dict(row))  # the same row again: the same cell
+        if k % 50 == 0:
+            rows.append({**row, m.feature_names[0]: math.nan})  # no cell: walked on its own
+    walked: list[int] = []
+    real = Model._walk
+    monkeypatch.setattr(Model, "_walk", lambda self, x: (walked.append(1), real(self, x))[1])
+    got = m.raw_all(rows)
+    assert len(walked) == len({cut.cell([float(r.get(n, 0.0)) for n in m.feature_names]) for r in rows if not any(
+        math.isnan(v) for v in r.values())}) + 8
+    monkeypatch.setattr(Model, "_walk", real)
+    want = [m.raw(r) for r in rows]
+    assert [repr(v) for v in got] == [repr(v) for v in want]
+
+
+def test_a_model_with_a_nan_threshold_is_walked_row_by_row() -> None:
+    """A threshold no value is ordered against (NaN: every comparison false) leaves raw_all to raw()."""
+    m = Model(("x",), 0.0, 1.0, (((0, math.nan, 1, 2, 0.0), (-1, 0.0, -1, -1, -1.0), (-1, 0.0, -1, -1, 2.0)),))
+    assert learned.splits(m) is None
+    assert m.raw_all([{"x": 0.0}, {"x": 5.0}]) == [m.raw({"x": 0.0}), m.raw({"x": 5.0})] == [2.0, 2.0]
+
+
+def test_features_read_the_pipelines_graph_only_when_it_is_of_the_analyzed_run(run: Run) -> None:
+    """features() with the analyzed run's own graph equals features() building one; a graph of another run (here
+    the same steps without their edges, whose fan-in differs) is not used."""
+    from dataclasses import replace
+
+    from trajdebug.core.graph import DependencyGraph
+
+    a = analyze(run, model=None)
+    assert features(a, DependencyGraph(a.run)) == features(a)
+    bare = DependencyGraph(replace(a.run, steps=tuple(replace(s, deps=()) for s in a.run.steps)))
+    assert any(len(bare.parents(s.step_id)) != len(DependencyGraph(a.run).parents(s.step_id)) for s in a.run.steps)
+    assert features(a, bare) == features(a)

@@ -245,7 +245,7 @@ def learned_rank(state: AnalysisState) -> AnalysisState:
     of being the root, and a verdict on the best (`trajdebug.analysis.learned.rerank`)."""
     if state.options.model is None:
         return state
-    ranked = rerank(result(state), state.options.model, state.options.top)
+    ranked = rerank(result(state), state.options.model, state.options.top, graph=state.own_graph)
     return replace(state, localization=ranked.localization, verdict=ranked.verdict)
 
 
