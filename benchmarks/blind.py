@@ -246,7 +246,9 @@ class CaseResult:
     seconds: float = 0.0
     error: str | None = None
     verdict: str | None = None
-    """The analysis's verdict (``confident``, ``likely``, ``unsure``) when a learned model ranked it."""
+    """The learned ranker's verdict (``confident``, ``likely``, ``unsure``) when a learned model ranked it: its
+    own even when answers proved the root (`Analysis.ranking_verdict`), so ``score_heldout`` counts the
+    ranker's ``confident``."""
 
 
 def generate(suite: str, out: Path, progress: Callable[[str], None] = print) -> Path:
@@ -379,7 +381,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str |
         top=[names.get(s, s) for s in ranking[:3]],
         seconds=dt,
         error=None if sid is not None else "truth step not found in the recorded run",
-        verdict=a.verdict,
+        verdict=a.ranking_verdict,  # the ranker's, scored as such even when answers proved the root
     )
 
 

@@ -50,6 +50,7 @@ def _ranking(root: Path, model: str | None) -> dict[str, Any]:
         for r in rs:
             by_route[r.route].append(r)
             by_kind[r.fault_kind].append(r)
+        # The ranker's verdict (`CaseResult.verdict` reads `Analysis.ranking_verdict`, never "proved").
         confident = [r for r in rs if r.verdict == "confident"]
         out[setting] = {
             **_rates(rs),

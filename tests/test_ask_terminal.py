@@ -949,3 +949,29 @@ def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named
     _record_flats(other)
     flat = " ".join(_ask_cli(other, "n\ny\nq\n").split())
     assert re.search(r"question 3 \(get_details #\w+ and 6 more get_details step\(s\), asked at once\) is not about", flat)
+
+
+def test_a_key_typed_with_enter_is_that_key_and_a_group_says_how_it_read_an_unoffered_one(tmp_path: Path) -> None:
+    """A key arriving with its Enter in one write (a pasted ``y⏎``, a script's line) is that key, not "no
+    answer"; at a group's question a wrong-answer key it does not offer is read as "not all", and says so,
+    while an unknown key is asked again (issue 23, nu23)."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import _group_answer, _one_answer
+    from trajdebug.report.question import question_for
+
+    run = run_demo("bad-sql-filter", path=tmp_path / "d.jsonl", workdir=tmp_path)
+    q = question_for(run, run.steps[1].step_id, 1)
+    got = [_one_answer(q, Console(file=io.StringIO(), width=200), lambda k=k: k) for k in ("y\n", " o\r\n", "I\n")]
+    assert got == [(True, None), (False, True), (False, False)]
+    group = [run.steps[1].step_id, run.steps[2].step_id]
+    shown = io.StringIO()
+    keys = iter(["x\n", "?\n", "o\n"])
+    assert _group_answer(run, group, 1, Console(file=shown, width=200), lambda: next(keys)) == "no"
+    text = " ".join(shown.getvalue().split())
+    assert "'x' is no answer here: press y, n or q" in text and "'o' read as [n] not all" in text
+    # Don't know is asked again, never stored as "not all" (round 50 review).
+    assert "'?' is no answer here: not sure of them is [n]" in text and "'?' read as" not in text
+    assert _group_answer(run, group, 1, Console(file=io.StringIO(), width=200), lambda: "y\n") == "yes"

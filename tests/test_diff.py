@@ -728,3 +728,67 @@ def test_the_table_reads_each_runs_steps_by_id_once(tmp_path: Path, monkeypatch:
     lines = diff_lines(al)
     assert sum("state read" in "".join(t for t, _ in line) for line in lines) >= 2 * 59
     assert len(built) <= 6
+
+
+def test_a_step_that_raised_reads_alike_whatever_its_route_recorded_as_its_output() -> None:
+    """A check that raised shows "nothing: it raised" in the diff, and ``null`` in the JSON, whether its route
+    recorded None (trajdebug's recorder) or an empty update (the LangChain tracer's ``{}`` for a LangGraph
+    node), never ``{}`` that reads as a value it returned (issue 23, nu23)."""
+    from tests.builders import step
+
+    from trajdebug.core.model import ErrorInfo, Run
+    from trajdebug.replay.diffview import RAISED, values
+
+    def runs(placeholder: object) -> tuple[Run, Run]:
+        def one(total: float, raised: bool) -> Run:
+            err = ErrorInfo("ValueError", "quote exceeds the estimate") if raised else None
+            return Run(
+                "r-bad" if raised else "r-good",
+                "dispatch",
+                steps=(
+                    step("est", "compute_estimate", "other", 1, {"job": "J-1"}, {"total": total}),
+                    step("chk", "verify_quote", "condition", 2, {"total": total}, placeholder if raised else {}, "est", error=err),
+                ),
+                outcome="failure" if raised else "success",
+            )
+
+        return one(465.5, False), one(315.5, True)
+
+    for placeholder in (None, {}):
+        good, bad = runs(placeholder)
+        al = align(good, bad)
+        [pair] = [p for p in al.pairs if p.name == "verify_quote"]
+        rows = dict(values(al, pair, 160))
+        assert rows["bad:"] == f"{RAISED} ValueError" and rows["good:"] == "{}"
+        assert pair.to_dict()["bad_output"] is None
+
+
+def test_a_step_whose_error_was_recorded_without_raising_shows_what_it_returned() -> None:
+    """A ``with`` block that overran its timeout is recorded with a timeout error but did not raise: the diff
+    shows the empty list it returned, in the JSON too, and says the error was recorded, not raised (round 50
+    review: it read "nothing: it raised")."""
+    from tests.builders import step
+
+    from trajdebug.core.model import ErrorEvent, ErrorInfo, Run
+    from trajdebug.replay.diffview import RAISED, first_divergence, values
+
+    def one(bad: bool) -> Run:
+        err = ErrorInfo("ToolTimeout", "search_hotels ran 0.12 s, past its timeout of 0.05 s", "e-1") if bad else None
+        events = (ErrorEvent("e-1", "srch", "ToolTimeout", "overran", attributes={"reported": True}),) if bad else ()
+        return Run(
+            "r-bad" if bad else "r-good",
+            "hotels",
+            steps=(
+                step("req", "load_request", "input", 1, {"city": "Ghent"}, {"city": "Ghent"}),
+                step("srch", "search_hotels", "tool", 2, {"city": "Ghent"}, [], "req", error=err),
+            ),
+            errors=events,
+            outcome="failure" if bad else "success",
+        )
+
+    al = align(one(False), one(True))
+    [pair] = [p for p in al.pairs if p.name == "search_hotels"]
+    assert dict(values(al, pair, 160))["bad:"] == "[]"
+    assert al.to_dict()["first_divergence"]["bad_output"] == []
+    text = " ".join("".join(t for t, _ in line) for line in first_divergence(al))
+    assert "(recorded, did not raise)" in text and RAISED not in text

@@ -959,3 +959,90 @@ def test_a_groups_not_all_is_a_record_a_resumed_search_reads_as_the_live_one_did
     assert resumed.next_question() == sid and resumed.group(sid) == [sid]
     answered = Answer(sid, True, "person", 3, asked="question")
     assert latest_answers([*stored, record, answered])[-2:] == (record, answered)
+
+
+def _proved_by_answers(by: str = "person") -> tuple[Analysis, Analysis]:
+    """A parse that misreads a bill, the sizing after it, a check that raises; the answers (the sizing wrong for
+    a wrong input, the parse wrong on its own) prove the parse the root.  The analysis before and after
+    `settled`, the parse's candidate carrying the ranking's "not a structural root" beside it."""
+    from tests.builders import step
+
+    from trajdebug.analysis import analyze, settled
+    from trajdebug.core.model import ErrorInfo
+
+    run = Run(
+        "r-proof",
+        "solar",
+        steps=(
+            step("req", "load_request", "input", 1, {"id": "C-1"}, {"line": "1,340 kWh"}),
+            step("parse", "parse_statement", "parse", 2, {"line": "1,340 kWh"}, {"kwh": 1.0}, "req"),
+            step("size", "size_system", "other", 3, {"kwh": 1.0}, {"panels": 1}, "parse"),
+            step("chk", "check_offset", "condition", 4, {"panels": 1}, None, "size",
+                 error=ErrorInfo("ValueError", "quote offsets 8% of billed usage")),
+        ),
+        outcome="failure",
+    )
+    a = analyze(run)
+    loc = a.localization
+    hedged = tuple(
+        dataclasses.replace(c, reasons=(*c.reasons, "not a structural root: size_system is at least as suspect"))
+        if c.step_id == "parse" else c
+        for c in loc.candidates
+    )
+    a = dataclasses.replace(a, localization=dataclasses.replace(loc, candidates=hedged))
+    answers = [Answer("size", False, by, admissible=False), Answer("parse", False, by, admissible=True)]
+    return a, settled(dataclasses.replace(a, guided=GuidedSearch(a, answers).result()))
+
+
+def test_answers_that_prove_the_root_make_the_verdict_proved_and_keep_the_rankers_beside_it() -> None:
+    """Once stored answers prove the root, the verdict is ``proved`` (text: with the answers' count, and never
+    what would settle it), the ranker's own verdict and confidence stay in fields of their own, and the proven
+    root no longer says it is "not a structural root" (issue 23, nu23: "verdict: unsure" beside a proof)."""
+    from trajdebug.report.analysis import verdict_note
+
+    before, after = _proved_by_answers()
+    assert after.guided is not None and after.guided.certain and after.guided.root == "parse"
+    assert before.verdict in ("confident", "likely", "unsure")
+    assert after.verdict == "proved" and after.ranker_verdict == before.verdict
+    doc = after.to_dict()
+    assert doc["verdict"] == "proved" and doc["ranker_verdict"] == before.verdict
+    assert doc["ranker_confidence"] == before.localization.candidates[0].confidence
+    note = verdict_note(after) or ""
+    assert note.startswith("verdict: proved parse_statement#parse by a person's 1 answer(s) (parse_statement#parse wrong (its own fault))")
+    assert "settle" not in note
+    [root] = [c for c in after.root_causes if c.step_id == "parse"]
+    assert not any(r.startswith("not a structural root") for r in root.reasons)
+    assert before.to_dict()["ranker_verdict"] == before.verdict  # unproven: the two agree
+
+
+def test_the_guided_search_listing_names_each_step_with_its_short_id() -> None:
+    """Two calls of one tool answered differently are told apart in the listing: each step is named with its
+    short id, as the ranked list names it (issue 23, nu23: "depreciation_rate -> correct" then
+    "depreciation_rate -> wrong")."""
+    from trajdebug.report.guided import guided_lines
+
+    _, after = _proved_by_answers()
+    assert after.guided is not None
+    lines = guided_lines(after.guided)
+    assert any(line.strip().startswith("parse_statement#parse -> wrong") for line in lines), lines
+    assert any(line.strip().startswith("size_system#size -> wrong") for line in lines)
+    assert lines[1].strip() == "root: parse_statement#parse, proved by 2 answer(s) of person"
+
+
+def test_a_proof_by_automatic_oracles_leaves_the_rankers_verdict_and_says_whose_answers_single_the_step_out() -> None:
+    """Answers from a passing run of the same input (or an expectation, a judge) that prove a root are no
+    person's: the verdict stays the ranker's, the root still heads the list saying who answered, and the
+    verdict line says whose answers single it out and that it is no proof (round 50 review: a reference
+    differing only in a timestamp "proved" the step that fetched it)."""
+    from trajdebug.report.analysis import verdict_note
+    from trajdebug.report.guided import guided_lines
+
+    before, after = _proved_by_answers("reference:r-good")
+    assert after.guided is not None and after.guided.certain and after.guided.root == "parse"
+    assert after.verdict == before.verdict != "proved" and after.ranker_verdict is None
+    assert after.to_dict()["ranker_verdict"] == before.verdict
+    note = verdict_note(after) or ""
+    assert note.startswith(f"verdict: {before.verdict}") and "proved" not in note
+    assert note.endswith("the answers of reference:r-good single out parse_statement#parse, no person's: not a proof")
+    assert after.root_causes[0].step_id == "parse" and "by reference:r-good" in after.root_causes[0].reasons[0]
+    assert guided_lines(after.guided)[1].strip().endswith("proved by 2 answer(s) of reference:r-good")

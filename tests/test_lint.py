@@ -141,7 +141,7 @@ def test_the_command_exits_one_on_findings_and_prints_json(buggy: Path, cli_run:
     out = cli_run("lint", str(buggy), "--json")
     assert 1 == out.returncode
     doc = json.loads(out.stdout)
-    assert {"code", "run_id", "step_id", "step", "message", "fix"} == set(doc["findings"][0])
+    assert {"code", "run_id", "step_id", "step", "message", "fix", "severity"} == set(doc["findings"][0])
     assert cli_run("lint", str(buggy), "--exit-zero").returncode == 0
     ignored = json.loads(cli_run("lint", str(buggy), "--json", "--ignore", "no-timeout").stdout)
     assert "no-timeout" not in {f["code"] for f in ignored["findings"]}
@@ -428,3 +428,56 @@ def test_a_tool_whose_every_call_ended_within_a_millisecond_is_not_asked_for_a_t
         send_mail("chef@example.com")
     found = [(f.code, f.step_name) for f in lint([run.load()]) if f.code == "no-timeout"]
     assert found == [("no-timeout", "send_mail")]
+
+
+def _vendor_run(route: dict[str, Any]) -> Run:
+    """A vendor lookup and an estimate whose input holds the lookup's answer with no recorded dependency, each
+    step carrying ``route``'s attributes (a LangGraph node's under the LangChain tracer, or none: the SDK)."""
+    from tests.builders import step
+
+    vendors = {"vendors": [{"id": "V-27", "name": "Apex Plumbing", "rate_per_hour": 145.0, "eta_minutes": 95}]}
+    return Run(
+        "r-vendors",
+        "dispatch",
+        steps=(
+            step("find", "find_vendors", "tool", 1, {"zip": "95926"}, vendors, attributes=dict(route)),
+            step("est", "compute_estimate", "other", 2, vendors, {"labor": 435.0}, attributes=dict(route)),
+        ),
+        outcome="success",
+    )
+
+
+def test_a_missing_dependency_the_route_cannot_record_is_info_and_does_not_fail_the_exit_code(
+    tmp_path: Path, cli_run: Any
+) -> None:
+    """On a framework's step (a LangGraph node: nothing to declare) the finding is ``info``, marked so, and
+    `trajdebug lint` exits 0; the same gap on an SDK step, which can declare ``deps=``, is a warning that
+    exits 1 (issue 23, nu23: a CI job failed on four findings that each said there was nothing to fix)."""
+    from trajdebug.core.jsonl import write_jsonl
+
+    graph, sdk = tmp_path / "graph.jsonl", tmp_path / "sdk.jsonl"
+    write_jsonl([_vendor_run({"langchain.run_type": "chain"})], graph)
+    write_jsonl([_vendor_run({})], sdk)
+    [info] = [f for f in lint(trajdebug.load_runs(graph)) if f.code == "missing-dependency"]
+    assert info.severity == "info" and not info.actionable
+    out = cli_run("lint", str(graph))
+    assert out.returncode == 0 and "info: nothing to fix" in " ".join(out.stdout.decode().split())
+    doc = json.loads(cli_run("lint", str(graph), "--json").stdout)
+    assert [f["severity"] for f in doc["findings"]] == ["info"] and doc["groups"][0]["severity"] == "info"
+    [warning] = [f for f in lint(trajdebug.load_runs(sdk)) if f.code == "missing-dependency"]
+    assert warning.severity == "warning"
+    assert cli_run("lint", str(sdk)).returncode == 1
+
+
+def test_a_group_of_findings_is_a_warning_when_any_asks_for_a_fix_and_info_and_warning_are_two_groups() -> None:
+    """A group's severity reads all its findings, not the first one's alone; a finding with nothing to fix and
+    one to fix, of the same code, step and fix, are two groups (round 50 review)."""
+    import dataclasses
+
+    from trajdebug.lint import Finding, FindingGroup, group_findings
+
+    warn = Finding("missing-dependency", "r1", "s1", "est", "no dependency", "declare deps=[...]")
+    info = dataclasses.replace(warn, run_id="r2", actionable=False)
+    assert FindingGroup("missing-dependency", "est", warn.fix, (info, warn)).severity == "warning"
+    assert FindingGroup("missing-dependency", "est", warn.fix, (info,)).to_dict()["severity"] == "info"
+    assert sorted(g.severity for g in group_findings([info, warn])) == ["info", "warning"]

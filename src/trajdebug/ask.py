@@ -77,6 +77,13 @@ def read_key_default() -> str:
     return line.strip()[:1] or "\n"
 
 
+def _key(read_key: Callable[[], str]) -> str:
+    """The key read, lower case, without the whitespace around it: a key typed with Enter in one write (a
+    pasted ``y⏎``, a script's line) is that key (issue 23, nu23).  Enter or a space alone stays as read."""
+    raw = read_key()
+    return raw.strip().lower() or raw
+
+
 def ask_in_terminal(
     source: str | Path,
     analyses: Sequence[Analysis],
@@ -250,11 +257,20 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
         console.print(f"    output {_one(s.output)}", markup=False, highlight=False)
     console.print(GROUP_PROMPT, markup=False, highlight=False, style="bold")
     while True:
-        key = read_key().lower()
+        key = _key(read_key)
         if key in ("y", "q"):
             return "yes" if key == "y" else "quit"
-        if key in ("n", "o", "i", "?"):
-            return "no"  # any answer but "all right" leaves each step to be asked on its own
+        if key in ("n", "o", "i"):
+            if key != "n":
+                # A step's wrong answer says not all are right: each step is asked on its own, said, not done silently.
+                console.print(f"{key!r} read as [n] not all: each step is asked on its own", markup=False,
+                              highlight=False, style="dim")
+            return "no"
+        if key == "?":
+            # Don't know is no "not all" (round 50 review): asked again, the prompt's [n] is how to say not sure.
+            console.print("'?' is no answer here: not sure of them is [n] (each step is then asked on its own); "
+                          "press y, n or q", markup=False, highlight=False, style="dim")
+            continue
         if key not in ("\r", "\n", "", " "):
             console.print(f"{key!r} is no answer here: press y, n or q", markup=False, highlight=False, style="dim")
 
@@ -346,7 +362,7 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> tuple[bool
         if prompt:
             console.print(PROMPT, markup=False, highlight=False, style="bold")
         prompt = True
-        key = read_key().lower()
+        key = _key(read_key)
         if key in ("\r", "\n", "", " "):
             prompt = False  # Enter or a space answers nothing: wait for a key without repeating the prompt
             continue

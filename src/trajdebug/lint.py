@@ -15,14 +15,15 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``body-state`` | a step read a ``run.state`` key last written in the run's body, outside every step: no edge joins it to where the value came from |
 
 ``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1
-when it found anything, for CI.
+when it found anything to fix, for CI: a finding the user cannot act on (a dependency a framework's route
+cannot record) is ``info`` and leaves the exit code 0.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trajdebug.core.lifecycle.machine import TERMINAL
@@ -60,6 +61,15 @@ class Finding:
     """What is wrong, in one line."""
     fix: str
     """How to fix it, in one line."""
+    actionable: bool = True
+    """False for a finding the user has nothing to do about (a dependency a framework's route cannot record:
+    the analysis infers it): reported as ``info``, it never fails the exit code (issue 23, nu23: a CI job
+    failed on four of them, each saying there was nothing to declare)."""
+
+    @property
+    def severity(self) -> str:
+        """``warning`` (something to fix: `trajdebug lint` exits 1) or ``info`` (nothing to fix)."""
+        return "warning" if self.actionable else "info"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -70,6 +80,7 @@ class Finding:
             "step": self.step_name,
             "message": self.message,
             "fix": self.fix,
+            "severity": self.severity,
         }
 
 
@@ -269,13 +280,15 @@ def _missing_dependencies(
                     f"{names} returns its own argument, so passing on what it returned credits the step that made it: "
                     f"declare the dependency on {names} (deps=[...] or s.uses(...) in {s.name})"
                 )
-            yield _f(
+            found = _f(
                 "missing-dependency",
                 run,
                 s,
                 f"step {s.name} has no recorded dependency, but its input holds output of {src}",
                 fix,
             )
+            # A span link records an OTLP edge; a framework's or another importer's step can declare none.
+            yield found if route in (None, "otlp") else replace(found, actionable=False)
 
 
 ROUTE_EDGES = {
@@ -471,12 +484,19 @@ class FindingGroup:
         """Distinct runs the problem shows in."""
         return len({f.run_id for f in self.findings})
 
+    @property
+    def severity(self) -> str:
+        """``warning`` when any of its findings asks for a fix, else ``info`` (`Finding.severity`): not the
+        first finding's alone (round 50 review)."""
+        return "warning" if failing(self.findings) else "info"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (the first finding as the example)."""
         first = self.findings[0]
         return {
             "code": self.code,
             "step": self.step_name,
+            "severity": self.severity,
             "runs": self.runs,
             "findings": len(self.findings),
             "message": first.message,
@@ -486,12 +506,12 @@ class FindingGroup:
 
 
 def group_findings(findings: Sequence[Finding]) -> list[FindingGroup]:
-    """Findings folded by problem (code, step name, fix), the most widespread first: one line per problem
-    instead of one per run."""
-    by: dict[tuple[str, str | None, str], list[Finding]] = defaultdict(list)
+    """Findings folded by problem (code, step name, fix, severity), the most widespread first: one line per
+    problem instead of one per run; a problem to fix and one with nothing to fix are two lines."""
+    by: dict[tuple[str, str | None, str, bool], list[Finding]] = defaultdict(list)
     for f in findings:
-        by[(f.code, f.step_name, f.fix)].append(f)
-    groups = [FindingGroup(c, n, fix, tuple(fs)) for (c, n, fix), fs in by.items()]
+        by[(f.code, f.step_name, f.fix, f.actionable)].append(f)
+    groups = [FindingGroup(c, n, fix, tuple(fs)) for (c, n, fix, _), fs in by.items()]
     return sorted(groups, key=lambda g: (-g.runs, g.code, g.step_name or ""))
 
 
@@ -503,7 +523,15 @@ def summary_line(findings: Sequence[Finding], runs: int) -> str:
     for f in findings:
         counts[f.code] += 1
     parts = ", ".join(f"{c} {n}" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+    info = sum(1 for f in findings if not f.actionable)
+    if info:
+        parts += f"; {info} info, nothing to fix, not counted in the exit code" if info < len(findings) else "; info only, nothing to fix: exit 0"
     return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {runs} run{'s' if runs != 1 else ''} ({parts})"
 
 
-__all__ = ["CODES", "INFERRED_CONFIDENCE", "Finding", "FindingGroup", "group_findings", "lint", "summary_line"]
+def failing(findings: Sequence[Finding]) -> bool:
+    """Whether the findings fail a CI job: any that asks for a fix (`Finding.actionable`)."""
+    return any(f.actionable for f in findings)
+
+
+__all__ = ["CODES", "INFERRED_CONFIDENCE", "Finding", "FindingGroup", "failing", "group_findings", "lint", "summary_line"]

@@ -19,7 +19,7 @@ from trajdebug.analysis._detect import (
 )
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
-from trajdebug.analysis._guided_result import settled
+from trajdebug.analysis._guided_result import person_proof, settled
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
@@ -69,6 +69,7 @@ __all__ = [
     "group_failures",
     "guided_search",
     "settled",
+    "person_proof",
     "features",
     "infer_dependencies",
     "insert_stage",

@@ -313,6 +313,39 @@ def standing(answers: Iterable[Answer]) -> dict[str, Answer]:
     return out
 
 
+def person_proof(analysis: Analysis) -> tuple[Answer, ...]:
+    """The answers that prove the guided search's root when each is a person's, else ().
+
+    A person's "wrong" about the root, and either "its own fault" (the person vouches for its inputs) or a
+    person's "correct" about every step it consumed.  A proof an automatic oracle took part in (a passing
+    run of the same input, an expectation, a judge under ``--guided``) is no verdict: a reference differing
+    only in a timestamp "proves" the step that fetched it (round 50 review), so the ranker's verdict stands.
+    """
+    g = analysis.guided
+    if g is None or g.root is None or not g.certain or g.conflict:
+        return ()
+    said = standing(g.questions)
+    mine = said.get(g.root)
+    if mine is None or mine.correct is not False or not _by_person(mine):
+        return ()
+    if mine.admissible is True:
+        return (mine,)
+    step = analysis.run.step_map().get(g.root)
+    inputs = [said.get(d.step_id) for d in (step.deps if step is not None else ())]
+    if not all(a is not None and a.correct is True and _by_person(a) for a in inputs):
+        return ()
+    return (mine, *(a for a in inputs if a is not None))
+
+
+def _by_person(a: Answer) -> bool:
+    return a.by.split(":", 1)[0] == "person"
+
+
+NOT_A_ROOT = "not a structural root"
+"""How a ranked step's reason opens when the ranking found an input or a step further up at least as suspect
+(`trajdebug.analysis._localize`): answers that prove the step the root overrule it, and the reason goes."""
+
+
 def settled(analysis: Analysis) -> Analysis:
     """The ranking as the answers leave it: the root they prove first, the suspects they leave next, then
     the steps they cleared, then the steps answered correct (each order kept within its group).
@@ -344,7 +377,9 @@ def settled(analysis: Analysis) -> Analysis:
         if grp == 0 and a is not None and a.correct is False and a.admissible:
             note = f"proven by {len(g.questions)} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
         elif grp == 0:
-            note = f"proven by {len(g.questions)} answer(s): its output is wrong and every input it consumed is correct"
+            # Who answered, so a proof an automatic oracle gave (a passing run, a judge) reads as its, not a person's.
+            whose = ", ".join(dict.fromkeys(q.by for q in g.questions))
+            note = f"proven by {len(g.questions)} answer(s) (by {whose}): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
         elif grp == 2 and a is not None:
@@ -355,7 +390,9 @@ def settled(analysis: Analysis) -> Analysis:
             note = f"answered wrong by {a.by}"
         else:
             return c
-        return replace(c, reasons=(note, *c.reasons), root=grp == 0 or (c.root and grp == 1))
+        # A proven root's own answers overrule the ranking's guess that something else explains it.
+        kept = tuple(r for r in c.reasons if grp != 0 or not r.startswith(NOT_A_ROOT))
+        return replace(c, reasons=(note, *kept), root=grp == 0 or (c.root and grp == 1))
 
     def order(cs: Iterable[Candidate]) -> list[Candidate]:
         items = list(cs)
@@ -370,10 +407,14 @@ def settled(analysis: Analysis) -> Analysis:
         candidates = (extra + candidates)[: max(len(candidates), 1)] if extra else candidates
     ranked = {sid: i for i, sid in enumerate(loc.ranking)}
     ranking = tuple(sorted(loc.ranking, key=lambda sid: (group(sid), ranked[sid])))
+    # A person's answers that prove the root settle the verdict: the ranker's guess is kept beside it.
+    proved = bool(person_proof(analysis))
     return replace(
         analysis,
         localization=replace(loc, candidates=order(candidates), ranking=ranking, ranked_all=tuple(order(loc.ranked_all))),
         ranked=loc if analysis.ranked is None else analysis.ranked,
+        verdict="proved" if proved else (analysis.ranker_verdict if analysis.verdict == "proved" else analysis.verdict),
+        ranker_verdict=(analysis.ranker_verdict if analysis.verdict == "proved" else analysis.verdict) if proved else None,
     )
 
 
@@ -403,4 +444,15 @@ def ranked_candidates(
     return tuple((ids[i], weights[i] / total) for i in order)
 
 
-__all__ = ["Guided", "Oracle", "failure_step", "post_dominated", "priors", "settled", "standing", "trust"]
+__all__ = [
+    "NOT_A_ROOT",
+    "Guided",
+    "Oracle",
+    "failure_step",
+    "person_proof",
+    "post_dominated",
+    "priors",
+    "settled",
+    "standing",
+    "trust",
+]

@@ -45,6 +45,7 @@ from typing import Any, overload
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._guided_result import NOT_A_ROOT
 from trajdebug.analysis._ranking import Ranking
 from trajdebug.analysis._sources import NAMING_FIELDS
 from trajdebug.analysis._weights import (
@@ -333,12 +334,12 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
         # scale_recipe does not say which.)
         name = r.g.steps[up].name
         name += f"#{up[-6:]}" if name == r.g.steps[sid].name else ""
-        reasons.append(f"not a structural root: {name}, further up through steps that look sound, is at least as suspect")
+        reasons.append(f"{NOT_A_ROOT}: {name}, further up through steps that look sound, is at least as suspect")
     elif v.faulty and not root:
         bad = [d.step_id for d in r.g.parents(sid) if r.explains(d.step_id, sid)]
         if bad:
             names = ", ".join(r.g.steps[b].name for b in bad[:3])
-            reasons.append(f"not a structural root: its input from {names} is also suspect")
+            reasons.append(f"{NOT_A_ROOT}: its input from {names} is also suspect")
     if len(path) > 1:
         # Named where the path first meets a failure: the step that raised, as the run's failures list it,
         # not the enclosing step the same exception propagated up to (the path's end).

@@ -67,7 +67,12 @@ class Analysis:
     problems: tuple[str, ...] = ()
     """What the analysis had to leave out to work (dangling edges, edges that closed a cycle)."""
     verdict: str | None = None
-    """The learned ranker's verdict on its best candidate: ``confident``, ``likely``, ``unsure`` (None: no model)."""
+    """The verdict on the best candidate: the learned ranker's, ``confident``, ``likely``, ``unsure`` (None: no
+    model), or ``proved`` when a person's answers prove the root (`trajdebug.analysis.settled`,
+    `trajdebug.analysis.person_proof`; a proof by automatic oracles alone leaves the ranker's)."""
+    ranker_verdict: str | None = None
+    """The learned ranker's own verdict when answers proved the root (`verdict` is then ``proved``); None
+    otherwise, when `verdict` is the ranker's (`ranking_verdict` reads either)."""
     guided: Guided | None = None
     """The guided search's result, when oracles were asked (`trajdebug.analysis.guided_search`)."""
     ranked: Localization | None = None
@@ -109,6 +114,18 @@ class Analysis:
         evidence (`trajdebug.judge.rerank` ends the method in ``+judge``); a guided search's answers, when they
         moved the list, order it all the same (`order` ``answers``)."""
         return self.localization.method.endswith("+judge")
+
+    @property
+    def ranking_verdict(self) -> str | None:
+        """The learned ranker's verdict, whatever answers proved (what a benchmark scoring the ranking reads)."""
+        return self.ranker_verdict if self.verdict == "proved" else self.verdict
+
+    @property
+    def ranker_confidence(self) -> float | None:
+        """The calibrated confidence of the ranker's own best candidate, before any answer moved the list
+        (None without a learned model)."""
+        loc = self.ranked if self.ranked is not None else self.localization
+        return loc.candidates[0].confidence if loc.candidates else None
 
     def failure_groups(self) -> list[FailureGroup]:
         """The failures with each exception's propagations under the step where it occurred (one exception
@@ -164,6 +181,9 @@ class Analysis:
             "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
             "verdict": self.verdict,
+            # The ranking's own verdict and its best candidate's confidence, whatever answers proved (since round 50).
+            "ranker_verdict": self.ranking_verdict,
+            "ranker_confidence": self.ranker_confidence,
             "guided": None if self.guided is None else self.guided.to_dict(),
         }
 

@@ -40,7 +40,12 @@ if TYPE_CHECKING:
 
 
 Verdict = Literal["confident", "likely", "unsure"]
-"""How sure the analysis is of its best candidate."""
+"""How sure the ranker is of its best candidate."""
+
+AnalysisVerdict = Literal["confident", "likely", "unsure", "proved"]
+"""An analysis's verdict (`trajdebug.analysis.Analysis.verdict`): the ranker's `Verdict`, or ``proved`` when a
+person's answers prove the root (`trajdebug.analysis.person_proof`; the ranker's own is then
+``ranker_verdict``)."""
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "model.json"
 """The shipped model."""
@@ -334,4 +339,4 @@ def rerank(
     )
 
 
-__all__ = ["DEFAULT_PATH", "MARGIN_CAP", "Model", "Splits", "Verdict", "load_model", "margins", "model_from_dict", "rerank", "scores", "softmax", "splits"]
+__all__ = ["AnalysisVerdict", "DEFAULT_PATH", "MARGIN_CAP", "Model", "Splits", "Verdict", "load_model", "margins", "model_from_dict", "rerank", "scores", "softmax", "splits"]

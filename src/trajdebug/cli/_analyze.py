@@ -170,7 +170,8 @@ Example:
     default="default",
     show_default=True,
     help="Re-rank with a learned model (`default`: the shipped one; a file from `trajdebug fit`; `none`: the hand "
-    "ranking alone): each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure).",
+    "ranking alone): each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure; "
+    "proved when a person's answers, given with --ask or stored, prove the root).",
 )
 @add_verify_option
 @add_judge_options

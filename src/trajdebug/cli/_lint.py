@@ -40,15 +40,16 @@ def lint_cmd(
     and runs left open, steps with no dependency where content says data
     flowed, sub-agents that lost the trace context, steps that ran in threads
     outside the run, tool steps without a timeout, and steps that read run.state
-    written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything (0 with --exit-zero), so a
-    CI job fails on new instrumentation problems.
+    written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything to fix (0 with
+    --exit-zero), so a CI job fails on new instrumentation problems; a finding marked info (a dependency a
+    framework's route cannot record: nothing to declare) never fails it.
 
     \b
     Examples:
         trajdebug lint runs.db
         trajdebug lint runs.jsonl --json --ignore no-timeout
     """
-    from trajdebug.lint import CODES, group_findings, lint, summary_line
+    from trajdebug.lint import CODES, failing, group_findings, lint, summary_line
 
     unknown = [c for c in ignore if c not in CODES]
     if unknown:
@@ -78,11 +79,12 @@ def lint_cmd(
             where = f"step {g.step_name}" if g.step_name else "run"
             count = f"{g.runs} run{'s' * (g.runs != 1)}"
             example = f" (e.g. run {first.run_id[:12]})" if g.runs > 1 else f" (run {first.run_id[:12]})"
-            out.print(f"[bold]{escape(g.code)}[/bold]  {escape(where)}  {count}{escape(example)}")
+            info = "" if g.severity == "warning" else " (info: nothing to fix)"
+            out.print(f"[bold]{escape(g.code)}[/bold]  {escape(where)}  {count}{escape(example)}{info}")
             out.print(f"    {escape(first.message)}")
             out.print(f"    fix: {escape(g.fix)}")
         out.print(escape(summary_line(findings, len(runs))))
-    if findings and not exit_zero:
+    if failing(findings) and not exit_zero:
         sys.exit(1)
 
 

@@ -67,8 +67,8 @@ class Pair:
             return False
         return not _same_result(self.good, self.bad)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The pair as JSON data."""
+    def to_dict(self, reported: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The pair as JSON data (``reported``: the runs' errors recorded without raising, `reported_errors`)."""
         return {
             "path": list(self.path),
             "ordinal": self.ordinal,
@@ -77,12 +77,34 @@ class Pair:
             "good": self.good.step_id if self.good else None,
             "bad": self.bad.step_id if self.bad else None,
             "output_differs": self.output_differs,
-            "good_output": self.good.output if self.good else None,
-            "bad_output": self.bad.output if self.bad else None,
+            "good_output": returned(self.good, reported),
+            "bad_output": returned(self.bad, reported),
             "bad_error": (
                 f"{self.bad.error.type}: {self.bad.error.message}" if self.bad and self.bad.error else None
             ),
         }
+
+
+def returned(step: Step | None, reported: frozenset[str] = frozenset()) -> Any:
+    """What a step returned: None for one that raised with an empty placeholder recorded as its output (the
+    LangChain tracer's ``{}`` for a LangGraph node that raised, where trajdebug's recorder writes None), so a
+    raised step reads alike from every route (issue 23, nu23).  A step whose error was recorded without
+    raising (``reported``: a ``with`` block that overran its timeout, a tool's error payload) returned what it
+    recorded, an empty list too (round 50 review)."""
+    if step is None or (raised(step, reported) and step.output in ({}, [], "")):
+        return None
+    return step.output
+
+
+def raised(step: Step, reported: frozenset[str] = frozenset()) -> bool:
+    """Whether a step ended by raising: it has an error, and not one recorded without raising (``reported``)."""
+    return step.error is not None and (step.error.error_id is None or step.error.error_id not in reported)
+
+
+def reported_errors(*runs: Run) -> frozenset[str]:
+    """The ids of the runs' errors recorded without raising (``reported``: a tool's error payload, a ``with``
+    block that overran its timeout): the step went on and returned what it recorded."""
+    return frozenset(e.error_id for r in runs for e in r.errors if e.attributes.get("reported"))
 
 
 def _content(s: Step, value: Any) -> Any:
@@ -241,14 +263,15 @@ class Alignment:
     def to_dict(self) -> dict[str, Any]:
         """The alignment as JSON data."""
         first = self.first_divergence
+        reported = reported_errors(self.good, self.bad)
         return {
             "good": self.good.run_id,
             "bad": self.bad.run_id,
             "good_outcome": self.good.outcome,
             "bad_outcome": self.bad.outcome,
-            "steps": [p.to_dict() for p in self.pairs],
+            "steps": [p.to_dict(reported) for p in self.pairs],
             "differences": len(self.differences),
-            "first_divergence": first.to_dict() if first else None,
+            "first_divergence": first.to_dict(reported) if first else None,
             "impact": self.impact(first) if first else [],
             "origins": [p.bad.step_id for p in self.origins if p.bad is not None],
             "inputs_differ": None if self.inputs_differ is None else self.inputs_differ.to_dict(),
@@ -365,4 +388,14 @@ def _state_differs(g: Mapping[str, str | None], b: Mapping[str, str | None]) -> 
     return any(g[k] is not None and b[k] is not None and g[k] != b[k] for k in g)
 
 
-__all__ = ["Alignment", "InputDifference", "Pair", "PairStatus", "align", "input_difference"]
+__all__ = [
+    "Alignment",
+    "InputDifference",
+    "Pair",
+    "PairStatus",
+    "align",
+    "input_difference",
+    "raised",
+    "reported_errors",
+    "returned",
+]

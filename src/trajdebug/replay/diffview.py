@@ -13,7 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from trajdebug.core.model import Step
-from trajdebug.replay.align import Alignment, InputDifference, Pair, _content, _state_read
+from trajdebug.replay.align import (
+    Alignment,
+    InputDifference,
+    Pair,
+    _content,
+    _state_read,
+    raised,
+    reported_errors,
+)
 from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, fingerprint
 
 
@@ -81,8 +89,23 @@ def short(value: Any, limit: int = 160, against: Any = None) -> str:
     return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
 
 
-def _shown(step: Step, other: Step | None) -> Any:
-    """What differs about a step's result: its output, or the state it wrote when the outputs are equal."""
+RAISED = "nothing: it raised"
+"""What a step that raised returned, shown in place of what its route recorded for it: None from trajdebug's
+recorder, ``{}`` (an empty update) from the LangChain tracer for a LangGraph node; one representation, that
+does not read as a value it returned (issue 23, nu23)."""
+
+
+NOT_RAISED = "recorded, did not raise"
+"""Said beside an error recorded without raising (a ``with`` block that overran its timeout, a tool's error
+payload): the step went on and returned what is shown (round 50 review: it read as "nothing: it raised")."""
+
+
+def _shown(step: Step, other: Step | None, reported: frozenset[str] = frozenset()) -> Any:
+    """What differs about a step's result: its output, the state it wrote when the outputs are equal, or
+    `RAISED` when it raised and returned nothing (a route's empty placeholder is no output); a step whose
+    error was recorded without raising (``reported``, `reported_errors`) shows what it returned."""
+    if step.error is not None and raised(step, reported) and step.output in (None, {}, [], ""):
+        return f"{RAISED} {step.error.type}"
     if other is not None and canonical(step.output) == canonical(other.output):
         state = step.attributes.get(STATE_VALUES_ATTR)
         if state is not None:
@@ -126,7 +149,8 @@ def values(
         rows.append((word, _asked(p, 0, maps), _asked(p, 1, maps)))
     relayed = p.status == "input" and b.kind == "input" and _same_args(g, b)  # its input shown is its output
     if p.output_differs and not relayed:
-        rows.append(("", _shown(g, b), _shown(b, g)))
+        reported = reported_errors(al.good, al.bad)
+        rows.append(("", _shown(g, b, reported), _shown(b, g, reported)))
     out: list[tuple[str, str]] = []
     for word, x, y in rows:
         out += [(f"good{word}:", short(x, limit, y)), (f"bad{word}:", short(y, limit, x))]
@@ -184,11 +208,12 @@ def first_divergence(al: Alignment) -> list[Line]:
     if not rows and first.good is not None and first.bad is None:
         rows = [("good:", short(first.good.output))]
     if not rows and first.bad is not None and first.good is None:
-        rows = [("bad:", short(first.bad.output))]
+        rows = [("bad:", short(_shown(first.bad, None, reported_errors(al.bad))))]
     if first.bad is not None and first.bad.error is not None:
         rows = rows or [("bad:", "")]
         k, v = rows[-1]
-        rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}")
+        how = "" if raised(first.bad, reported_errors(al.bad)) else f" ({NOT_RAISED})"
+        rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}{how}")
     out.extend(((f"  {text}", ""),) for text in _pad(rows))
     if first.status == "input" and al.inputs_differ is None:
         # No step at its level before it differs (`first_divergence` passes over enclosing pairs, whose

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from trajdebug.core.escape import markdown, md_code, visible
+from trajdebug.core.escape import markdown, md_code, one_line, visible
 from trajdebug.core.model import Run, Step
-from trajdebug.report.text import agent_of, short
+from trajdebug.report.text import agent_of, answer_word, short
 
 
 if TYPE_CHECKING:
@@ -80,16 +80,37 @@ SETTLE_SAME = (
 
 
 def verdict_note(a: Analysis) -> str | None:
-    """The learned ranker's verdict as a sentence (None when no model ranked the run)."""
+    """The verdict as a sentence: proved by a person's answers (which), or the learned ranker's (None when no
+    model ranked the run and no person proved the root)."""
+    from trajdebug.analysis import person_proof
+
     verdict = getattr(a, "verdict", None)
+    steps = a.run.step_map()
+    g = getattr(a, "guided", None)
+    if verdict == "proved":
+        # A person's answers settled it: which answers, and what the ranking alone thought, never what would settle it.
+        proof = person_proof(a)
+        root = f" {_label(steps.get(g.root), g.root)}" if g is not None and g.root else ""
+        which = ", ".join(f"{_label(steps.get(x.step_id), x.step_id)} {answer_word(x)}" for x in proof)
+        alone = getattr(a, "ranker_verdict", None)
+        best = getattr(a, "ranker_confidence", None)
+        before = "" if alone is None else f"; the ranking alone was {alone}" + (
+            "" if best is None else f" (its best candidate's calibrated confidence {best:.0%})"
+        )
+        return f"verdict: proved{root} by a person's {len(proof)} answer(s) ({which}){before}"
+    automatic = ""
+    if g is not None and g.certain and g.root and not g.conflict:
+        # An automatic oracle's proof (a passing run, an expectation, a judge) is a lead, not a verdict.
+        whose = ", ".join(dict.fromkeys(one_line(x.by) for x in g.questions))
+        automatic = f"; the answers of {whose} single out {_label(steps.get(g.root), g.root)}, no person's: not a proof"
     if verdict is None:
         return None
     best = a.root_causes[0].confidence if a.root_causes else None
     conf = "" if best is None else f" (the best candidate's calibrated confidence is {best:.0%})"
     if verdict == "unsure":
         same = getattr(a, "same_input", ())
-        return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}"
-    return f"verdict: {verdict}{conf}"
+        return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}{automatic}"
+    return f"verdict: {verdict}{conf}{automatic}"
 
 
 def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trajdebug.analysis import Guided
 from trajdebug.core.escape import one_line
-from trajdebug.report.text import answer_word
+from trajdebug.report.text import answer_word, short
 
 
 def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
@@ -17,7 +17,8 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
     names = dict(g.names)
 
     def name(sid: str) -> str:
-        label = one_line(names.get(sid, sid))
+        # With its short id, as the ranked list names steps: two calls of one tool are told apart (issue 23, nu23).
+        label = f"{one_line(names[sid])}#{short(sid)}" if sid in names else one_line(sid)
         return f"`{label}`" if markdown else label
 
     bullet = "- " if markdown else "  "
@@ -32,7 +33,9 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
     elif clash:
         out.append(f"{bullet}the answers about {clash} disagree, and none outweighs the other (take one back to decide)")
     elif g.root is not None and g.certain:
-        out.append(f"{bullet}root: {name(g.root)} ({g.root}), proved by {len(g.questions)} answer(s)")
+        # Who answered: a proof an automatic oracle gave is no person's (the verdict stays the ranking's).
+        whose = ", ".join(dict.fromkeys(one_line(a.by) for a in g.questions))
+        out.append(f"{bullet}root: {name(g.root)}, proved by {len(g.questions)} answer(s) of {whose}")
     if g.root is not None and not g.conflict and not g.certain:
         left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
         out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")
