@@ -78,9 +78,10 @@ suites since).  ``suite_zzl`` and ``suite_zzm`` (written blind and frozen on 202
 00:11 UTC, scored once held out at 01:48-01:49 UTC on cb62dfd6, the round's final analysis: development suites
 since).  ``suite_zzn`` and ``suite_zzo`` (written blind and frozen on 2026-12-06 at 02:08 UTC, scored once held
 out at 02:36-02:37 UTC on a48e53d7, the last round's final analysis; ZZO's writer saw the README's one-paragraph
-account of the method after every fault was written: development suites since).  No suite is held out now
-(`benchmarks.corpus.HELD_OUT`) but ``suite_zzp`` and ``suite_zzq`` (written blind and frozen on 2026-12-06 at
-02:56 UTC: this round's end measure).  See ``STATUS``.
+account of the method after every fault was written: development suites since).
+``suite_zzp`` and ``suite_zzq`` (written blind and frozen on 2026-12-06 at 02:56 UTC, scored once held out at
+04:08 UTC on 73c906bb, the round's final analysis: development suites since).  No suite is held out now
+(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzq": "held out (written blind and frozen on 2026-12-06 at 02:56 UTC; not yet scored: this round's end measure, with suite_zzp)",
-    "suite_zzp": "held out (written blind and frozen on 2026-12-06 at 02:56 UTC; not yet scored: this round's end measure, with suite_zzq)",
+    "suite_zzq": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
+    "suite_zzp": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
     "suite_zzo": "development (scored once held out on 2026-12-06 at 02:37 UTC on a48e53d7; its writer glimpsed the README's account of the method after every fault was written; its misses not yet studied)",
     "suite_zzn": "development (scored once held out on 2026-12-06 at 02:36 UTC on a48e53d7; its misses not yet studied)",
     "suite_zzm": "development (scored once held out on 2026-12-06 at 01:49 UTC on cb62dfd6; its misses not yet studied)",

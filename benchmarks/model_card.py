@@ -87,6 +87,8 @@ SOURCES = [
             ("suite_zzm", "; scored once held out, trained on from the first retraining after 2026-12-06 01:49 UTC"),
             ("suite_zzn", "; scored once held out, trained on from the first retraining after 2026-12-06 02:36 UTC"),
             ("suite_zzo", "; scored once held out, trained on from the first retraining after 2026-12-06 02:37 UTC"),
+            ("suite_zzp", "; scored once held out, trained on from the first retraining after 2026-12-06 04:08 UTC"),
+            ("suite_zzq", "; scored once held out, trained on from the first retraining after 2026-12-06 04:08 UTC"),
         )
     ],
 ]
@@ -376,7 +378,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         *([f"Not in this model's data: {', '.join(waiting)} (development suites since; they join with the next"
            " retraining that ships, \"Choices\")."] if waiting else []),
         f"{meta['steps']} ranked steps in all. Never used: the suites in `benchmarks.corpus.HELD_OUT`",
-        f"(refused by the corpus: {', '.join(sorted(HELD_OUT)) or 'none now'}, written blind). A case is a failed run whose root-cause step is known; each",
+        f"(refused by the corpus: {', '.join(sorted(HELD_OUT)) + ', written blind' if HELD_OUT else 'none now'}). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
@@ -685,7 +687,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzo with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzq with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
