@@ -80,9 +80,9 @@ since).  ``suite_zzn`` and ``suite_zzo`` (written blind and frozen on 2026-12-06
 out at 02:36-02:37 UTC on a48e53d7, the last round's final analysis; ZZO's writer saw the README's one-paragraph
 account of the method after every fault was written: development suites since).
 ``suite_zzp`` and ``suite_zzq`` (written blind and frozen on 2026-12-06 at 02:56 UTC, scored once held out at
-04:08 UTC on 73c906bb, the round's final analysis: development suites since).  ``suite_zzs`` (written
-blind and frozen on 2026-12-06 at 04:19 UTC: the next round's first measure) is held out
-(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+04:08 UTC on 73c906bb, the round's final analysis: development suites since).  ``suite_zzr`` and
+``suite_zzs`` (written blind and frozen on 2026-12-06 at 04:22 and 04:19 UTC: the next round's first measure) are
+held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzs": "held out (written blind and frozen on 2026-12-06 at 04:19 UTC; not yet scored: the next round's first measure)",
+    "suite_zzs": "held out (written blind and frozen on 2026-12-06 at 04:19 UTC; not yet scored: the next round's first measure, with suite_zzr)",
+    "suite_zzr": "held out (written blind and frozen on 2026-12-06 at 04:22 UTC; not yet scored: the next round's first measure, with suite_zzs)",
     "suite_zzq": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
     "suite_zzp": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
     "suite_zzo": "development (scored once held out on 2026-12-06 at 02:37 UTC on a48e53d7; its writer glimpsed the README's account of the method after every fault was written; its misses not yet studied)",
