@@ -94,6 +94,11 @@ class Guided:
     its audit asked that were answered don't know (one taken back and answered right would prove it, as
     would a person's "its own fault" about the root itself)."""
 
+    def answerers(self) -> tuple[str, ...]:
+        """Who gave the answers used, each once, in the order they first answered (a person, a passing run, a
+        judge): what the proof's sentences name, so one given by an automatic oracle reads as its, not a person's."""
+        return tuple(dict.fromkeys(a.by for a in self.questions))
+
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
         names = dict(self.names)
@@ -378,7 +383,7 @@ def settled(analysis: Analysis) -> Analysis:
             note = f"proven by {len(g.questions)} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
         elif grp == 0:
             # Who answered, so a proof an automatic oracle gave (a passing run, a judge) reads as its, not a person's.
-            whose = ", ".join(dict.fromkeys(q.by for q in g.questions))
+            whose = ", ".join(g.answerers())
             note = f"proven by {len(g.questions)} answer(s) (by {whose}): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
@@ -409,12 +414,13 @@ def settled(analysis: Analysis) -> Analysis:
     ranking = tuple(sorted(loc.ranking, key=lambda sid: (group(sid), ranked[sid])))
     # A person's answers that prove the root settle the verdict: the ranker's guess is kept beside it.
     proved = bool(person_proof(analysis))
+    own = analysis.ranking_verdict
     return replace(
         analysis,
         localization=replace(loc, candidates=order(candidates), ranking=ranking, ranked_all=tuple(order(loc.ranked_all))),
         ranked=loc if analysis.ranked is None else analysis.ranked,
-        verdict="proved" if proved else (analysis.ranker_verdict if analysis.verdict == "proved" else analysis.verdict),
-        ranker_verdict=(analysis.ranker_verdict if analysis.verdict == "proved" else analysis.verdict) if proved else None,
+        verdict="proved" if proved else own,
+        ranker_verdict=own if proved else None,
     )
 
 

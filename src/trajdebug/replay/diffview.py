@@ -21,6 +21,7 @@ from trajdebug.replay.align import (
     _state_read,
     raised,
     reported_errors,
+    returned,
 )
 from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, fingerprint
 
@@ -104,7 +105,7 @@ def _shown(step: Step, other: Step | None, reported: frozenset[str] = frozenset(
     """What differs about a step's result: its output, the state it wrote when the outputs are equal, or
     `RAISED` when it raised and returned nothing (a route's empty placeholder is no output); a step whose
     error was recorded without raising (``reported``, `reported_errors`) shows what it returned."""
-    if step.error is not None and raised(step, reported) and step.output in (None, {}, [], ""):
+    if step.error is not None and raised(step, reported) and returned(step, reported) is None:
         return f"{RAISED} {step.error.type}"
     if other is not None and canonical(step.output) == canonical(other.output):
         state = step.attributes.get(STATE_VALUES_ATTR)
@@ -207,12 +208,13 @@ def first_divergence(al: Alignment) -> list[Line]:
     rows = values(al, first, 160)
     if not rows and first.good is not None and first.bad is None:
         rows = [("good:", short(first.good.output))]
+    reported = reported_errors(al.bad)
     if not rows and first.bad is not None and first.good is None:
-        rows = [("bad:", short(_shown(first.bad, None, reported_errors(al.bad))))]
+        rows = [("bad:", short(_shown(first.bad, None, reported)))]
     if first.bad is not None and first.bad.error is not None:
         rows = rows or [("bad:", "")]
         k, v = rows[-1]
-        how = "" if raised(first.bad, reported_errors(al.bad)) else f" ({NOT_RAISED})"
+        how = "" if raised(first.bad, reported) else f" ({NOT_RAISED})"
         rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}{how}")
     out.extend(((f"  {text}", ""),) for text in _pad(rows))
     if first.status == "input" and al.inputs_differ is None:

@@ -101,7 +101,7 @@ def verdict_note(a: Analysis) -> str | None:
     automatic = ""
     if g is not None and g.certain and g.root and not g.conflict:
         # An automatic oracle's proof (a passing run, an expectation, a judge) is a lead, not a verdict.
-        whose = ", ".join(dict.fromkeys(one_line(x.by) for x in g.questions))
+        whose = ", ".join(one_line(by) for by in g.answerers())
         automatic = f"; the answers of {whose} single out {_label(steps.get(g.root), g.root)}, no person's: not a proof"
     if verdict is None:
         return None

@@ -34,7 +34,7 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
         out.append(f"{bullet}the answers about {clash} disagree, and none outweighs the other (take one back to decide)")
     elif g.root is not None and g.certain:
         # Who answered: a proof an automatic oracle gave is no person's (the verdict stays the ranking's).
-        whose = ", ".join(dict.fromkeys(one_line(a.by) for a in g.questions))
+        whose = ", ".join(one_line(by) for by in g.answerers())
         out.append(f"{bullet}root: {name(g.root)}, proved by {len(g.questions)} answer(s) of {whose}")
     if g.root is not None and not g.conflict and not g.certain:
         left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
