@@ -81,8 +81,9 @@ out at 02:36-02:37 UTC on a48e53d7, the last round's final analysis; ZZO's write
 account of the method after every fault was written: development suites since).
 ``suite_zzp`` and ``suite_zzq`` (written blind and frozen on 2026-12-06 at 02:56 UTC, scored once held out at
 04:08 UTC on 73c906bb, the round's final analysis: development suites since).  ``suite_zzr`` and
-``suite_zzs`` (written blind and frozen on 2026-12-06 at 04:22 and 04:19 UTC: the next round's first measure) are
-held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_zzs`` (written blind and frozen on 2026-12-06 at 04:22 and 04:19 UTC, scored once held out at 05:12-05:13
+UTC on 24165bf8, the last round's final analysis: development suites since).  ``suite_zzt`` and ``suite_zzu``
+(written blind this round) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzs": "held out (written blind and frozen on 2026-12-06 at 04:19 UTC; not yet scored: the next round's first measure, with suite_zzr)",
-    "suite_zzr": "held out (written blind and frozen on 2026-12-06 at 04:22 UTC; not yet scored: the next round's first measure, with suite_zzs)",
+    "suite_zzu": "held out (written blind on 2026-12-06 in round 51; not yet scored: the next round's first measure, with suite_zzt)",
+    "suite_zzt": "held out (written blind on 2026-12-06 in round 51; not yet scored: the next round's first measure, with suite_zzu)",
+    "suite_zzs": "development (scored once held out on 2026-12-06 at 05:13 UTC on 24165bf8; its misses not yet studied)",
+    "suite_zzr": "development (scored once held out on 2026-12-06 at 05:12 UTC on 24165bf8; its misses not yet studied)",
     "suite_zzq": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
     "suite_zzp": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
     "suite_zzo": "development (scored once held out on 2026-12-06 at 02:37 UTC on a48e53d7; its writer glimpsed the README's account of the method after every fault was written; its misses not yet studied)",
