@@ -890,9 +890,8 @@ class TestBoundedBySize:
         with trajdebug.run("warm", path=tmp_path / "w.jsonl"), trajdebug.step("w"):
             pass
         sizes = self._encoded(monkeypatch)
-        with pytest.raises(ValueError):
-            with trajdebug.run("big", path=tmp_path / "r.jsonl"), trajdebug.step("s"):
-                raise ValueError(self.BIG)
+        with pytest.raises(ValueError), trajdebug.run("big", path=tmp_path / "r.jsonl"), trajdebug.step("s"):
+            raise ValueError(self.BIG)
         assert sizes and max(sizes) < whole / 20, (max(sizes), whole)
         err = read_jsonl(tmp_path / "r.jsonl").runs[0].errors[0]
         assert "2,000,000 items" in err.message and len(dumps(err.message)) < 70_000
