@@ -107,7 +107,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_zzu": "held out (written blind on 2026-12-06 in round 51; not yet scored: the next round's first measure, with suite_zzt)",
-    "suite_zzt": "held out (written blind on 2026-12-06 in round 51; not yet scored: the next round's first measure, with suite_zzu)",
+    "suite_zzt": "held out (written blind and frozen on 2026-12-06 at 05:26 UTC; not yet scored: the next round's first measure, with suite_zzu)",
     "suite_zzs": "development (scored once held out on 2026-12-06 at 05:13 UTC on 24165bf8; its misses not yet studied)",
     "suite_zzr": "development (scored once held out on 2026-12-06 at 05:12 UTC on 24165bf8; its misses not yet studied)",
     "suite_zzq": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
