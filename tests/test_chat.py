@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from anthropic.types import Message as AnthropicMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
@@ -440,3 +442,60 @@ class TestUnminted:
         """A record or list the model answered with (a ``type``, ``id``, ``index``, ``model`` or ``role`` field
         of it is what it said) comes back whole, its lists uncut."""
         assert unminted(value) == value
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    """A mapping that is not exactly a dict: read only by the general way (`_convert_plain`'s shortcut
+    takes exact dicts), with the same meaning."""
+
+
+_PART_KEYS = ["type", "content", "text", "refusal", "id", "name"]
+_PART_VALUES: list[Any] = ["text", "tool_call", "input_text", "hi", "", "\u00e9t\u00e9", 3, None, ["a"], {"a": 1}]
+_ROLES: list[Any] = ["user", "Assistant", "human", "model", "tool", "weird", "", 5, None]
+
+
+def _outcome(convert: Any, value: Any) -> Any:
+    """What ``convert`` makes of ``value``, or the type of what it raised (a part of an unhashable type)."""
+    try:
+        return convert(value)
+    except Exception as exc:  # noqa: BLE001 - the general way's error is compared, whatever it is
+        return type(exc)
+
+
+class TestGenAITextParts:
+    @settings(max_examples=500, deadline=None)
+    @given(
+        st.sampled_from(_ROLES),
+        st.lists(
+            st.one_of(
+                st.dictionaries(st.sampled_from(_PART_KEYS), st.sampled_from(_PART_VALUES), max_size=3),
+                st.builds(
+                    lambda text, more: {"type": "text", "content": text, **more},
+                    st.sampled_from(["a", "b c", "", 7, None]),
+                    st.dictionaries(st.sampled_from(_PART_KEYS[2:]), st.sampled_from(_PART_VALUES), max_size=1),
+                ),
+                st.sampled_from(["bare", 4, None]),
+            ),
+            max_size=4,
+        ),
+        st.dictionaries(st.sampled_from(["content", "tool_call_id", "name", "id", "type"]), st.just("x"), max_size=1),
+    )
+    def test_the_shortcut_gives_what_the_general_way_gives(
+        self, role: Any, parts: list[Any], extra: dict[str, Any]
+    ) -> None:
+        """A GenAI message of text parts (the common form) and everything near it (another key, a part of
+        another type or with another field, a text that is not a string, a role an alias or not a string)
+        converts to exactly what the general way makes of it."""
+        from trajdebug.core.chat._messages import _convert_plain
+
+        msg = {"role": role, "parts": parts, **extra}
+        assert _outcome(_convert_plain, msg) == _outcome(_convert_plain, _Dict(msg))
+        assert _outcome(normalize_messages, [msg]) == _outcome(normalize_messages, [_Dict(msg)])
+
+    def test_text_parts_are_one_message_of_their_texts_joined(self) -> None:
+        """The common form reads as one message: its role's alias, its texts joined by a line (none: no content)."""
+        from trajdebug.core.chat._messages import _convert_plain
+
+        two = {"role": "Human", "parts": [{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]}
+        assert _convert_plain(two) == [{"role": "user", "content": "a\nb"}]
+        assert _convert_plain({"role": "model", "parts": []}) == [{"role": "assistant", "content": None}]

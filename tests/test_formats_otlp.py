@@ -905,3 +905,55 @@ class TestOpenInferenceUsage:
         assert u.prompt_tokens == sum(r.usage.prompt_tokens for r in replies)
         assert u.completion_tokens == sum(r.usage.completion_tokens for r in replies)
         assert u.cost is not None and u.cost > 0
+
+
+_TIMES: list[Any] = ["1700000000000000001", "0", "", None, 17, 0, "\u0661\u0662", "-5", "12a", 1.5, "00012", "absent"]
+_CODES: list[Any] = [0, 1, 2, True, "STATUS_CODE_ERROR", "ERROR", "error", "2", "x", None, "absent"]
+_SPAN_IDS = ["00f067aa0ba902b7", "00F067AA0BA902B7", "APBnqguqArc=", "b7ad6b7169203331", "", "0000000000000000"]
+
+
+class TestSpanFields:
+    @settings(max_examples=400, deadline=None)
+    @given(
+        st.sampled_from(_TIMES),
+        st.sampled_from(_TIMES),
+        st.sampled_from(_CODES),
+        st.sampled_from(_SPAN_IDS),
+        st.sampled_from([*_SPAN_IDS, "absent"]),
+        st.booleans(),
+    )
+    def test_fields_read_at_once_are_those_read_one_by_one(
+        self, start: Any, end: Any, code: Any, span_id: str, parent: str, seen: bool
+    ) -> None:
+        """A span's times, status code, id and parent's id in any form (digits, numbers, empty, signed, not
+        ASCII, names, ids seen before or not, in hex of either case or base64) read as the field-by-field
+        reading (`_checked_span`, which names what it cannot read) reads them."""
+        from trajdebug.sources.formats.otlp_json import _checked_span, _span
+
+        if seen:  # ids met before (a trace's, a parent's) are looked up, the rest decoded
+            for v in (span_id, parent):
+                try:
+                    hex_id(v, 8)
+                except ValueError:
+                    pass
+        raw: dict[str, Any] = {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": span_id, "name": "s"}
+        for k, v in (("startTimeUnixNano", start), ("endTimeUnixNano", end), ("parentSpanId", parent)):
+            if v != "absent":
+                raw[k] = v
+        if code != "absent":
+            raw["status"] = {"code": code, "message": "m"}
+        bad: list[str] = []
+        try:
+            got = _span(raw, {}, "scope", 3, bad)
+        except ValueError:  # an id neither encoding reads, or empty: the span is skipped either way
+            with pytest.raises(ValueError):
+                hex_id(span_id, 8) or _raise()
+            return
+        one_by_one: list[str] = []
+        status = raw.get("status") or {}
+        want = _checked_span(raw, {}, "scope", 3, one_by_one, got.trace_id, hex_id(span_id, 8) or "", status)
+        assert (got, bad) == (want, one_by_one)
+
+
+def _raise() -> None:
+    raise ValueError("empty")

@@ -147,11 +147,14 @@ def normalize_llm_step(
     env: dict[str, Any] = {}
     found = scan(attrs)  # one pass over the names for the messages and the envelope
     span_in, span_out = messages_of(attrs, events, found)
-    msgs, env_in = _input(input)
-    message, env_out = _output(output)
-    env.update(env_in)
+    # A span's own messages (an importer's LLM span) come with no input or output to read: none is read.
+    msgs, env_in = _input(input) if input is not None else (None, {})
+    message, env_out = _output(output) if output is not None else (None, {})
+    if env_in:
+        env.update(env_in)
     env.update(envelope_of(attrs, found))
-    env.update(env_out)
+    if env_out:
+        env.update(env_out)
     new_input: Any = input
     if span_in is not None:
         new_input = {"messages": span_in}
@@ -159,7 +162,8 @@ def normalize_llm_step(
         new_input = {"messages": msgs}
     new_output: Any = output
     if span_out is not None:
-        new_output = _as_assistant(span_out)
+        # `messages_of` made it an output message already (then it holds ``tool_calls``) unless it was text.
+        new_output = span_out if "tool_calls" in span_out else _as_assistant(span_out)
     elif message is not None:
         new_output = _as_assistant(message)
     changed = {k: v for k, v in env.items() if v is not None and attrs.get(k) != v}

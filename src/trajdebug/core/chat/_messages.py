@@ -218,21 +218,24 @@ def flat_fill(attrs: Mapping[str, Any], template: FlatTemplate, role: str) -> li
     if not template:
         return None
     out: list[dict[str, Any]] = []
+    aliases = _ROLE_ALIASES
     for role_name, content_name, calls in template:
         r = role if role_name is None else attrs[role_name]
         msg: dict[str, Any] = {
-            "role": _ROLE_ALIASES.get(r.lower(), r),
+            "role": aliases.get(r.lower(), r),
             "content": None if content_name is None else attrs[content_name] or None,
         }
-        if calls:
-            msg["tool_calls"] = [
-                _call(
-                    None if i is None else attrs[i],
-                    None if n is None else attrs[n],
-                    None if a is None else attrs[a],
-                )
-                for i, n, a in calls
-            ]
+        if not calls:
+            out.append(msg)  # `_add` appends a message without tool calls
+            continue
+        msg["tool_calls"] = [
+            _call(
+                None if i is None else attrs[i],
+                None if n is None else attrs[n],
+                None if a is None else attrs[a],
+            )
+            for i, n, a in calls
+        ]
         _add(out, msg)
     return out
 
@@ -272,6 +275,12 @@ def _convert(item: Any) -> list[dict[str, Any]]:
 
 def _convert_plain(item: Any) -> list[dict[str, Any]]:
     """`_convert` of a value that is plain data (`plain`)."""
+    if item.__class__ is dict and len(item) == 2:
+        text = _text_parts(item)
+        if text is not None:
+            # A GenAI message of text parts only (the common form), read as below but at once.
+            r = item["role"]
+            return [{"role": _ROLE_ALIASES.get(r.lower(), r), "content": "\n".join(text) or None}]
     if isinstance(item, str):
         return [{"role": "user", "content": item}]
     if not _mapping(item):
@@ -326,6 +335,23 @@ def _convert_plain(item: Any) -> list[dict[str, Any]]:
         # Tool results a user turn carried (Anthropic) or a message of parts (GenAI): each its own message.
         return [*results, msg] if msg["content"] is not None or calls else results
     return [msg]
+
+
+def _text_parts(item: dict[str, Any]) -> list[str] | None:
+    """The texts of a message that is exactly ``{"role": <text>, "parts": [{"type": "text", "content":
+    <text>}, ...]}`` (the GenAI form of a text message), else None: `_convert_plain` reads nothing else of it."""
+    parts = item.get("parts")
+    if parts.__class__ is not list or item.get("role").__class__ is not str:
+        return None
+    texts = []
+    for p in parts:
+        if p.__class__ is not dict or len(p) != 2 or p.get("type") != "text":
+            return None
+        text = p.get("content")
+        if text.__class__ is not str:
+            return None
+        texts.append(text)
+    return texts
 
 
 def _read_parts(

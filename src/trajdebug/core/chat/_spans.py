@@ -9,7 +9,7 @@ as events; `unflatten` rebuilds a flattened value.  `normalize_llm_step` (the pa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.chat._messages import (
@@ -115,10 +115,10 @@ class Scan:
         self,
         flat_in: FlatTemplate | None,
         flat_out: FlatTemplate | None,
-        under: list[bool],
+        under: tuple[bool, ...],
         params: list[tuple[str, Any]],
         schemas: list[tuple[str, Any]],
-        envelope: list[tuple[str, int, Any]],
+        envelope: tuple[tuple[str, str, int], ...],
     ) -> None:
         self.flat_in = flat_in
         """Where ``llm.input_messages.*`` are in the common form, for `flat_fill` (None: not the common form)."""
@@ -131,8 +131,8 @@ class Scan:
         self.schemas = schemas
         """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
         self.envelope = envelope
-        """The values of the names `envelope_of` reads (`_ENV_SOURCES`), in the order of `_SPAN_KEYS` (each
-        target's names in its order), each with its target and how it is read (`_HOW`)."""
+        """The names `envelope_of` reads (`_ENV_SOURCES`) that the attributes hold, in the order of `_SPAN_KEYS`
+        (each target's names in its order), each with its target and how it is read (`_HOW`)."""
 
 
 _Plan = tuple[
@@ -209,10 +209,10 @@ def scan(attrs: Mapping[str, Any]) -> Scan:
     return Scan(
         None if flat_in is None or (flat_in[0] and set(map(type, map(get, flat_in[0]))) != _STR_ONLY) else flat_in[1],
         None if flat_out is None or (flat_out[0] and set(map(type, map(get, flat_out[0]))) != _STR_ONLY) else flat_out[1],
-        list(under),
+        under,
         [(name, v) for k, name in params if (v := get(k)) is not None] if params else [],
         [(k, get(k)) for k in schemas] if schemas else [],
-        [(target, how, get(k)) for k, target, how in envelope],
+        envelope,
     )
 
 
@@ -235,14 +235,15 @@ def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
     """`span_envelope` of attributes already scanned (`scan`)."""
     env: dict[str, Any] = {}
     # The names present, in the order of `_SPAN_KEYS` (each target's first usable value wins).
-    for target, how, v in found.envelope:
+    for k, target, how in found.envelope:
+        v = attrs[k]
         if v is None or v == "" or target in env:
             continue
         if how == 1:
             v = _cost(v)
             if v is None:
                 continue
-        elif how == 2:
+        elif how == 2 and v.__class__ is not int:  # a count written as a number is taken as it is
             v = _int(v)
             if v is None:
                 continue
@@ -260,7 +261,7 @@ def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
     p.pop("model", None)
     if p:
         env["llm.invocation_parameters"] = p
-    names = tool_names([v for _, v in sorted(schemas)])
+    names = tool_names([v for _, v in sorted(schemas)]) if schemas else []
     if not names and isinstance(attrs.get("llm.tools"), list):
         names = [str(n) for n in attrs["llm.tools"]]
     defs = attrs.get("gen_ai.tool.definitions")
@@ -303,32 +304,30 @@ def messages_of(
     if found.flat_out is not None and "llm.output_messages" not in attrs:
         msgs = flat_fill(attrs, found.flat_out, "assistant")
     if msgs is None:
-        decoded, outputs = _first_list(
-            lambda: _unflatten_if(attrs, "llm.output_messages", found.under[_OUT]),
-            lambda: _json_list(attrs.get("gen_ai.output.messages")),
-            lambda: _unflatten_if(attrs, "gen_ai.completion", found.under[_COMPLETION]),
-            lambda: _event_messages(events, inputs=False),
-        )
+        decoded, outputs = _first_of(attrs, events, found, inputs=False)
         if isinstance(outputs, str):
             return in_msgs, {"role": "assistant", "content": outputs}
         if outputs is not None:
             msgs = _normalize([_default_role(o, "assistant") for o in outputs], decoded)
     out_msg: dict[str, Any] | None = None
     if msgs:
-        out_msg = _as_assistant(next((m for m in msgs if m["role"] == "assistant"), msgs[0]))
+        out_msg = _as_assistant(_first_assistant(msgs))
     return in_msgs, out_msg
+
+
+def _first_assistant(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first assistant message, else the first."""
+    for m in msgs:
+        if m["role"] == "assistant":
+            return m
+    return msgs[0]
 
 
 def _input_messages(
     attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
 ) -> list[dict[str, Any]] | None:
     """The input messages of `messages_from_attributes`, in any of the shapes it reads."""
-    decoded, inputs = _first_list(
-        lambda: _unflatten_if(attrs, "llm.input_messages", found.under[_IN]),
-        lambda: _json_list(attrs.get("gen_ai.input.messages")),
-        lambda: _unflatten_if(attrs, "gen_ai.prompt", found.under[_PROMPT]),
-        lambda: _event_messages(events, inputs=True),
-    )
+    decoded, inputs = _first_of(attrs, events, found, inputs=True)
     if isinstance(inputs, str):
         return [{"role": "user", "content": inputs}]
     return _normalize([_default_role(i, "user") for i in inputs], decoded) if isinstance(inputs, list) else None
@@ -348,16 +347,36 @@ def _default_role(v: Any, role: str) -> Any:
     return {**v, "role": role}
 
 
-def _first_list(*candidates: Callable[[], Any]) -> tuple[bool, Any]:
-    """The first candidate that is a non-empty string or list (each read only if those before are not), and
-    whether it is the second (`_json_list`: JSON just decoded, plain data)."""
-    for n, read in enumerate(candidates):
-        c = read()
-        if isinstance(c, str) and c:
-            return n == 1, c
-        if isinstance(c, list) and c:
-            return n == 1, c
-    return False, None
+def _first_of(
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan, *, inputs: bool
+) -> tuple[bool, Any]:
+    """The first of the messages in (``inputs``) or out that is a non-empty string or list, in the order
+    `messages_from_attributes` reads them (each read only if those before are not), and whether it is the
+    GenAI JSON (`_json_list`: JSON just decoded, plain data)."""
+    flat, genai, indexed = _SOURCES[inputs]
+    c = _unflatten_if(attrs, flat, found.under[_IN if inputs else _OUT])
+    if _usable(c):
+        return False, c
+    c = _json_list(attrs.get(genai))
+    if _usable(c):
+        return True, c
+    c = _unflatten_if(attrs, indexed, found.under[_PROMPT if inputs else _COMPLETION])
+    if _usable(c):
+        return False, c
+    c = _event_messages(events, inputs=inputs)
+    return (False, c) if _usable(c) else (False, None)
+
+
+_SOURCES = {
+    True: ("llm.input_messages", "gen_ai.input.messages", "gen_ai.prompt"),
+    False: ("llm.output_messages", "gen_ai.output.messages", "gen_ai.completion"),
+}
+"""The attribute names `_first_of` reads the messages in (True) or out under: flattened, GenAI JSON, indexed."""
+
+
+def _usable(c: Any) -> bool:
+    """A non-empty string or list."""
+    return isinstance(c, (str, list)) and bool(c)
 
 
 def _json_list(value: Any) -> list[Any] | None:

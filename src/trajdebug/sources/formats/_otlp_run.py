@@ -7,6 +7,7 @@ ids linking LLM -> tool -> LLM); `otlp.py` reads the files and groups the spans 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,7 +46,7 @@ from trajdebug.sources.formats.otlp_json import (
 
 def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, str]) -> Run:
     """The run of one trace: its spans by id, every trace's run id (links name other traces' runs)."""
-    spans = sorted(by_id.values(), key=lambda s: (s.start_ns, s.index))
+    spans = sorted(by_id.values(), key=_START)
     for s in spans:
         if s.parent_id in by_id:
             by_id[s.parent_id].children.append(s)
@@ -95,6 +96,10 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
         answers=_own_answers(spans, ids) if own else (),
     )
     return run
+
+
+_START = operator.attrgetter("start_ns", "index")
+"""A span's place in its run: by start, then by place in the file."""
 
 
 def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...]:
@@ -158,7 +163,7 @@ def _step(
     if plan is None:
         plan = _plan(names, own)
     carries_messages, kept, reads = plan
-    attrs: dict[str, Any] = a.copy() if kept is None else {new: a[k] for k, new in kept}
+    attrs: dict[str, Any] = a.copy() if kept is None else dict(zip(kept[1], map(a.__getitem__, kept[0])))
     kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
     inp = sc.io_value(a, "input") if reads & _READS_INPUT else None
     out = sc.io_value(a, "output") if reads & _READS_OUTPUT else None
@@ -197,7 +202,8 @@ def _step(
                 run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
             )
         )
-    err = _error_info(s)
+    # Most spans end without an error: told without a call (`_error_info` tells the same first).
+    err = _error_info(s) if s.events or s.status_code == 2 or "error.type" in s.attrs else None
     retry_of = s.attrs.get(STEP_RETRY_OF)
     return {
         "step_id": ids[s.span_id],
@@ -226,11 +232,11 @@ kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the nam
 (`_semconv.messages` reads none from a span without such a name or an event)."""
 
 
-_Plan = tuple[bool, "tuple[tuple[str, str], ...] | None", int]
+_Plan = tuple[bool, "tuple[tuple[str, ...], tuple[str, ...]] | None", int]
 _PLANS: dict[tuple[str, ...], _Plan] = {}
 """A span's attribute names, in order -> whether any may hold messages, the step attributes kept of them as
-(name, name in the step) (None: every one, as it is), and which of the readings `_READS` names may find
-something (`_semconv.io_value` and `tool_call_id` find nothing without one of their names)."""
+their names and their names in the step (None: every one, as it is), and which of the readings `_READS` names
+may find something (`_semconv.io_value` and `tool_call_id` find nothing without one of their names)."""
 
 _READS = (
     (1, sc.IO_NAMES["input"]),
@@ -260,7 +266,7 @@ def _plan(names: tuple[str, ...], own: bool) -> _Plan:
     same = len(kept) == len(names) and all(k == new for k, new in kept)
     present = set(names)
     reads = sum(bit for bit, keys in _READS if not present.isdisjoint(keys))
-    plan = (carries_messages, None if same else tuple(kept), reads)
+    plan = (carries_messages, None if same else (tuple(k for k, _ in kept), tuple(new for _, new in kept)), reads)
     if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
         _PLANS.clear()
     _PLANS[names] = plan
@@ -336,11 +342,12 @@ def _errors(
     """
     events: dict[str, ErrorEvent] = {}
     by_span: dict[str, list[str]] = {}
-    depth = {s.span_id: _depth(s, by_id) for s in spans}
-    for s in sorted(spans, key=lambda x: (-depth[x.span_id], x.start_ns)):
+    # Only the spans with an error are visited (most have none): their depths alone are needed.
+    failed = [s for s in spans if steps[s.span_id].error is not None]
+    depth = {s.span_id: _depth(s, by_id) for s in failed}
+    for s in sorted(failed, key=lambda x: (-depth[x.span_id], x.start_ns)):
         info = steps[s.span_id].error
-        if info is None:
-            continue
+        assert info is not None
         sid = ids[s.span_id]
         child_errors = [eid for c in s.children for eid in by_span.get(c.span_id, ())]
         same = [
@@ -481,12 +488,14 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
     for s in spans:
         step = steps[s.span_id]
         new: list[Dependency] = []
-        call = step["attributes"].get("tool_call_id")
-        if step["kind"] == "tool" and call is not None and str(call) in issued:
-            new.append(declared(steps[issued[str(call)]]["step_id"]))
-        elif s.span_id in matched:
-            new.append(declared(steps[matched[s.span_id]]["step_id"]))
-        if step["kind"] == "llm" and executed:
+        kind = step["kind"]
+        if kind == "tool":  # only tool spans are matched to a call
+            call = step["attributes"].get("tool_call_id")
+            if call is not None and str(call) in issued:
+                new.append(declared(steps[issued[str(call)]]["step_id"]))
+            elif s.span_id in matched:
+                new.append(declared(steps[matched[s.span_id]]["step_id"]))
+        elif kind == "llm" and executed:
             for call_id in _read_call_ids(step["input"]):
                 src = executed.get(call_id)
                 if src is not None and steps[src]["start_ns"] <= step["start_ns"]:
@@ -497,17 +506,19 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
 
 def _calls(message: Any) -> list[Mapping[str, Any]]:
     """`chat.tool_calls` of a normalized message read in place, not copied (only read here)."""
-    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+    calls = message.get("tool_calls") if message.__class__ is dict or isinstance(message, Mapping) else None
+    if calls.__class__ is not list and not isinstance(calls, list):
+        return []
+    return [c for c in calls if c.__class__ is dict or isinstance(c, Mapping)]
 
 
 def _read_call_ids(input: Any) -> list[str]:
     """The ``tool_call_id`` of each message of a normalized LLM input, as text (``"None"`` for a message
     without one), as `chat.input_messages` lists the messages but read in place, not copied."""
-    msgs = input.get("messages") if isinstance(input, Mapping) else None
-    if not isinstance(msgs, list):
+    msgs = input.get("messages") if input.__class__ is dict or isinstance(input, Mapping) else None
+    if msgs.__class__ is not list and not isinstance(msgs, list):
         return []
-    return [str(m.get("tool_call_id")) for m in msgs if isinstance(m, Mapping)]
+    return [str(m.get("tool_call_id")) for m in msgs if m.__class__ is dict or isinstance(m, Mapping)]
 
 
 __all__ = ["trace_to_run"]

@@ -38,9 +38,11 @@ def records(path: Path, problems: list[FormatError], *, stream_from: int) -> Ite
         return
     from trajdebug.core.codec import loads
 
-    with path.open("rb") as fh:
+    # A large buffer: a collector's line holds a whole batch (hundreds of KB), which a small one reads in
+    # many pieces, copied twice; a blank line is told without a stripped copy of each line.
+    with path.open("rb", buffering=1 << 20) as fh:
         for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
+            if not raw or raw.isspace():
                 continue
             try:
                 value = loads(raw)
@@ -97,11 +99,17 @@ class SpanSpill:
 
     def add(self, spans: list[Span], limit: int) -> None:
         """Hold these spans; when ``limit`` spans or more are held, write them all to disk."""
+        order, memory, named = self.order, self.memory, self.named
         for s in spans:
-            self.order.setdefault(s.trace_id, len(self.order))
-            self.memory.setdefault(s.trace_id, []).append(s)
-            if RUN_ID in s.resource or RUN_ID in s.attrs:
-                self.named.add(s.trace_id)
+            t = s.trace_id
+            held = memory.get(t)
+            if held is None:  # a trace new to memory: new to the file, or spilled before
+                held = memory[t] = []
+                if t not in order:
+                    order[t] = len(order)
+            held.append(s)
+            if RUN_ID in s.attrs or RUN_ID in s.resource:
+                named.add(t)
         self.count += len(spans)
         self._held += len(spans)
         if self._held >= limit:

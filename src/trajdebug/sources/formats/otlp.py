@@ -127,7 +127,9 @@ def _runs(traces: SpanSpill, problems: list[FormatError] | None = None, source: 
             t: _run_id_of(list(_dedupe(traces.spans(t, keep=True)).values())) if t in traces.named else t for t in traces.order
         }
     else:
-        run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in traces.memory.items()}
+        run_ids = {
+            t: _run_id_of(list(_dedupe(ss).values())) if t in traces.named else t for t, ss in traces.memory.items()
+        }
     for t in list(traces.order):
         try:
             yield trace_to_run(t, _dedupe(traces.spans(t)), run_ids)

@@ -409,7 +409,10 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: i
     t = raw["traceId" if "traceId" in raw else "trace_id"]
     if (trace_id := _TRACE_IDS.get(t, _NONE) if t.__class__ is str else _NONE) is _NONE:
         trace_id = hex_id(t, 16)
-    span_id = hex_id(raw["spanId" if "spanId" in raw else "span_id"], 8)
+    t = raw["spanId" if "spanId" in raw else "span_id"]
+    # A span's id was often seen before, as its children's parent (children end, and are exported, first).
+    if (span_id := _SPAN_IDS.get(t, _NONE) if t.__class__ is str else _NONE) is _NONE:
+        span_id = hex_id(t, 8)
     if trace_id is None or span_id is None:
         raise ValueError("traceId and spanId must not be empty or zero")
     status = raw.get("status") or {}
@@ -421,13 +424,19 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: i
         p = raw.get("parentSpanId", _NONE)
         if p is _NONE or (parent := _SPAN_IDS.get(p, _NONE) if p.__class__ is str else _NONE) is _NONE:
             parent = hex_id(_get(raw, "parentSpanId"), 8)
+        # Times as the spec writes them (strings of digits) and a code as a number are read at once.
+        start = raw.get("startTimeUnixNano", _NONE)
+        end = raw.get("endTimeUnixNano", _NONE)
+        code = status.get("code", 0)
         fields = (
             parent,
             _KINDS[kind] if (kind := raw.get("kind", 0)).__class__ is str and kind in _KINDS
             else _enum(kind, SPAN_KINDS, "SPAN_KIND_"),
-            _time(raw, "startTimeUnixNano") or 0,
-            _time(raw, "endTimeUnixNano"),
-            _enum(status.get("code", 0), _STATUS_CODES),
+            (int(start) if start.__class__ is str and start.isascii() and start.isdigit()
+             else _time(raw, "startTimeUnixNano")) or 0,
+            (int(end) or None) if end.__class__ is str and end.isascii() and end.isdigit()
+            else _time(raw, "endTimeUnixNano"),
+            code if code.__class__ is int else _enum(code, _STATUS_CODES),
         )
     except (TypeError, ValueError, OverflowError, AttributeError):
         return _checked_span(raw, resource, scope, index, bad, trace_id, span_id, status)
