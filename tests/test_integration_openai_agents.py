@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -623,3 +624,69 @@ class TestWhatASubAgentIsGiven:
         first = next(s for s in llms if s.agent == "specialist")
         fed = [(d.step_id, d.kind, d.origin) for d in first.deps]
         assert fed == [(caller.step_id, "data", "inferred")]
+
+
+_RATES = {"furniture": 0.08, "electronics": 0.15, "appliances": 0.12, "tools": 0.1}
+
+
+@function_tool
+def depreciation_rate(category: str) -> dict[str, Any]:
+    """The yearly depreciation rate of a category of goods (a lookup that misses on case: 0.0)."""
+    return {"category": category, "annual_rate": _RATES.get(category, 0.0)}
+
+
+def _payout(value: float, annual_rate: float, years: int) -> dict[str, float]:
+    payout = round(value * (1 - annual_rate) ** years, 2)
+    if payout > 0.9 * value:
+        raise ValueError(f"payout {payout} is above the depreciated ceiling")
+    return {"payout": payout}
+
+
+def _claims_policy(request: Any) -> Any:
+    """Look the rate up for the category asked (``category;value;years``), compute the payout with it, answer."""
+    import ast
+
+    from trajdebug.testing import Reply, tool_call
+
+    items = request.body.get("input") or []
+    outs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    category, value, years = next(i["content"] for i in items if i.get("role") == "user").split(";")
+    if not outs:
+        return Reply(tool_calls=(tool_call("depreciation_rate", {"category": category}),))
+    if len(outs) == 1:
+        rate = ast.literal_eval(outs[0])["annual_rate"]  # (the SDK sends the model the dict's printed text)
+        return Reply(tool_calls=(tool_call("compute_payout", {"value": float(value), "annual_rate": rate,
+                                                              "years": int(years)}),))
+    return f"The payout is {outs[-1]}."
+
+
+class TestAZeroPassingRunsNeverHad:
+    def test_a_rate_looked_up_as_zero_is_flagged_against_the_passing_runs(self, processor: TrajdebugProcessor) -> None:
+        """A new user's claims agent: a rate lookup missed on case and answered 0.0, printed by the SDK as a
+        dict's text, where every passing run had 0.08 to 0.15; the payout then failed.  With the passing runs as
+        references the lookup is the first root cause, with the zero said as such."""
+        from agents import OpenAIResponsesModel
+        from openai import AsyncOpenAI
+
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        payout = function_tool(_payout, name_override="compute_payout", failure_error_function=None)
+
+        async def go(server: Any, question: str) -> None:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+                agent = Agent(name="claims", instructions="Settle.", model=model, tools=[depreciation_rate, payout])
+                with contextlib.suppress(Exception):  # (the failing run's payout raises out of Runner.run)
+                    await Runner.run(agent, question)
+
+        with FakeModelServer(_claims_policy) as server:
+            for q in ("furniture;900;2", "electronics;1200;3", "appliances;700;1", "tools;300;4", "Electronics;1200;3"):
+                asyncio.run(go(server, q))
+        *refs, bad = processor.runs
+        assert [r.outcome for r in processor.runs] == ["success"] * 4 + ["failure"]
+        lookup = next(s for s in bad.steps if s.name == "depreciation_rate")
+        assert lookup.output == "{'category': 'Electronics', 'annual_rate': 0.0}"
+        top = analyze(bad, references=refs).root_causes[0]
+        assert top.step_id == lookup.step_id
+        assert "annual_rate=0 where every one of 4 passing runs had a non-zero value (0.08 to 0.15)" in top.reasons

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.builders import step
 
 import trajdebug
 from trajdebug.analysis import analyze
@@ -2378,3 +2379,72 @@ def test_the_narrowed_answer_checks_read_each_passing_request_and_answer_once() 
             assert found.count("reference:same-input") == n - 2  # shelf 0's passing counts varied
             assert found.count("reference:old-answer") == n - 1
             assert reads["asked"] <= 4 * n and reads["units"] <= 4 * n
+
+
+def _claim_run(rid: str, category: str, rate: float, value: float, *, fail: bool = False) -> Run:
+    """An insurance agent as the OpenAI Agents SDK records it: a rate lookup whose dict result is kept as its
+    printed text (``str(result)``), then a payout computed from it, which raises when the payout is too high."""
+    payout = round(value * (1 - rate) ** 3, 2)
+    error = ErrorInfo("ValueError", f"payout {payout} is above the depreciated ceiling") if fail else None
+    steps = (
+        step("r", "depreciation_rate", "tool", 1, {"category": category}, str({"category": category, "annual_rate": rate})),
+        step("p", "compute_payout", "tool", 3, {"value": value, "annual_rate": rate, "years": 3},
+             None if fail else {"payout": payout}, "r", status="error" if fail else "ok", error=error),
+    )
+    return Run(rid, "claims", outcome="failure" if fail else "success", steps=steps)
+
+
+_RATES = (("furniture", 0.08, 900.0), ("electronics", 0.15, 1200.0), ("appliances", 0.12, 700.0), ("tools", 0.1, 300.0))
+
+
+class TestZeros:
+    def test_a_zero_where_every_passing_run_had_a_nonzero_rate_is_the_steps_violation(self) -> None:
+        """A rate looked up as 0.0 (a key missed on its case) where four passing runs had 0.08 to 0.15 is a
+        violation of the lookup, said as such; the step ranks first with it."""
+        refs = [_claim_run(f"ok{i}", c, r, v) for i, (c, r, v) in enumerate(_RATES)]
+        bad = _claim_run("bad", "Electronics", 0.0, 1200.0, fail=True)
+        found = list(violations(bad.steps[0], Lineage(bad).view("r"), learn(refs)))
+        [zero] = [e for e in found if e.diagnoser == "reference:zero"]
+        assert zero.reason == "annual_rate=0 where every one of 4 passing runs had a non-zero value (0.08 to 0.15)"
+        top = analyze(bad, references=refs).root_causes[0]
+        assert (top.step_id, "reference:zero" in top.signals) == ("r", True)
+
+    def test_a_zero_some_passing_run_also_had_is_no_violation(self) -> None:
+        """A rate of 0 is no finding when a passing run had a rate of 0 too (a category that does not depreciate)."""
+        refs = [_claim_run(f"ok{i}", c, r, v) for i, (c, r, v) in enumerate((*_RATES[:3], ("land", 0.0, 5000.0)))]
+        bad = _claim_run("bad", "Electronics", 0.0, 1200.0, fail=True)
+        found = list(violations(bad.steps[0], Lineage(bad).view("r"), learn(refs)))
+        assert not [e for e in found if e.diagnoser in ("reference:zero", "reference:magnitude", "reference:sign")]
+
+    def test_a_zero_among_a_runs_own_nonzero_calls_is_no_sibling_violation(self) -> None:
+        """One reading of five at 0 (a dry station among rainy ones) is what a run's calls do: the zero check,
+        which would find it against the other calls, is asked of passing runs only."""
+        gauges = [step(f"s{i}", "read_rain", "tool", 2 * i, {"station": f"ST-{i}"}, {"rain_mm": x})
+                  for i, x in enumerate((4.2, 7.5, 0.0, 3.1, 5.6))]
+        bad = Run("bad", "weather", outcome="failure", failure_reason="the flood report for ST-2 is wrong",
+                  steps=tuple(gauges))
+        lin = Lineage(bad)
+        own = sibling_profiles(bad, lin)["s2"]
+        assert [e.diagnoser for e in violations(bad.steps[2], lin.view("s2"), own)] == ["reference:zero"]
+        assert [e.diagnoser for e in violations(bad.steps[2], lin.view("s2"), own, zeros=False)] == []
+        assert not [c for c in analyze(bad).root_causes if "sibling:zero" in c.signals]
+
+    def test_a_zero_of_a_field_passing_runs_held_whole_is_no_violation(self) -> None:
+        """A count's zero is "none" (no loans out), which any count reaches: no finding where passing runs had
+        only whole numbers (1 to 5 loans), though none had zero."""
+        def patron(rid: str, loans: int) -> Run:
+            return Run(rid, "library", outcome="success",
+                       steps=(step("p", "get_patron", "tool", 1, {"card": rid}, {"loans_out": loans}),))
+
+        profile = learn([patron(f"ok{i}", n) for i, n in enumerate((1, 3, 5, 2))])
+        bad = patron("bad", 0)
+        assert not [e for e in violations(bad.steps[0], Lineage(bad).view("p"), profile) if e.diagnoser == "reference:zero"]
+
+    def test_a_zero_read_out_of_a_text_is_no_violation(self) -> None:
+        """A zero a text states ("0 km away") is a quantity that text may well state, not a bare number gone to zero."""
+        def search(rid: str, text: str) -> Run:
+            return Run(rid, "finder", outcome="success", steps=(step("s", "search", "tool", 1, {"q": rid}, {"note": text}),))
+
+        profile = learn([search(f"ok{i}", f"{x} km away") for i, x in enumerate((3.5, 8.2, 5.1, 2.4))])
+        bad = search("bad", "0 km away")
+        assert not [e for e in violations(bad.steps[0], Lineage(bad).view("s"), profile) if e.diagnoser == "reference:zero"]

@@ -109,6 +109,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "lineage:whatif": "wrong-value",
     "reference:magnitude": "wrong-value",
     "reference:sign": "wrong-value",
+    "reference:zero": "wrong-value",
     "reference:ratio": "wrong-value",
     "reference:formula": "wrong-value",
     "reference:size": "wrong-value",

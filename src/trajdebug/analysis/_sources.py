@@ -185,7 +185,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     e.sound,
                     given=e.given,
                 )
-                for e in violations(step, view, own, passing=sl.profile, within=sl.g.steps)
+                for e in violations(step, view, own, passing=sl.profile, within=sl.g.steps, zeros=False)
                 if not (step.kind == "llm" and e.diagnoser == "reference:size")
             ]
         strength = max((e.suspicion for e in found if e.diagnoser != "reference:unseen"), default=0.0)

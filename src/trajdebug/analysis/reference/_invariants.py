@@ -91,6 +91,7 @@ def violations(
     passing: Profile | None = None,
     within: Mapping[str, Step] | None = None,
     shared: Collection[StepKey] = (),
+    zeros: bool = True,
 ) -> Iterator[Evidence]:
     """The likely invariants of this step that the failing run breaks, as evidence.
 
@@ -107,6 +108,9 @@ def violations(
         within: The failing run's steps by id, to key the step in ``passing`` (`step_key`): ``profile``, the
             run's own calls, keys it without them (`sibling_profiles`).
         shared: Steps whose every call shares another request's answer (`unkeyed`): no old answer.
+        zeros: Whether a zero in a field the profile never had zero in is a violation (`_zero_check`):
+            of the passing runs, yes; of the step's other calls in its own run, no (one lookup of five
+            answering 0, an item out of stock, is what a run's calls do).
     """
     own = step_key(step, steps)
     st = profile.steps.get(own)
@@ -123,7 +127,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps, zeros)
     yield from _shape_checks(step, st, outs, min_runs)
     found = next(ratio_checks(step.step_id, outs, ins, st), None)
     yield from [found] if found is not None else setting_ratio_checks(step, outs, ins, st)
@@ -263,6 +267,7 @@ def _field_checks(
     passing: Profile | None = None,
     key: StepKey | None = None,
     run: Mapping[str, Step] | None = None,
+    zeros: bool = True,
 ) -> Iterator[Evidence]:
     """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
     sid = step.step_id
@@ -325,11 +330,20 @@ def _field_checks(
     # the passing runs know the field's range better than the step's other calls in this run.
     usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
     if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
-        yield from _told_apart(_number_checks(sid, f, nums, fs), f, atoms, fs)
+        yield from _number_findings(sid, f, nums, atoms, fs, zeros)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
+
+
+def _number_findings(
+    sid: str, f: str, nums: Sequence[float], atoms: Sequence[Any], fs: _FieldStats, zeros: bool
+) -> list[Evidence]:
+    """What the range checks find in a field's numbers (`_number_checks`, said as `_told_apart` says it); when
+    they find nothing and ``zeros`` (see `violations`), a zero the profile never had (`_zero_check`)."""
+    found = list(_told_apart(_number_checks(sid, f, nums, fs), f, atoms, fs))
+    return found or (list(_zero_check(sid, f, nums, atoms, fs)) if zeros else [])
 
 
 def _told_apart(found: Iterable[Evidence], f: str, atoms: Sequence[Any], fs: _FieldStats) -> Iterator[Evidence]:
@@ -495,10 +509,37 @@ def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> 
             return
 
 
+def _zero_check(sid: str, f: str, nums: Sequence[float], atoms: Sequence[Any], fs: _FieldStats) -> Iterator[Evidence]:
+    """A zero in a field where every passing occurrence had a number and none had zero (a rate looked up
+    as 0.0 by a key that missed, where passing runs had 0.08 to 0.15): the magnitude check cannot see it
+    (a zero has no order of magnitude) nor the sign check (zero has no sign).  Only a field that held
+    bare numbers, in every passing occurrence and now: a number read out of a text ("0 results") is
+    a count that text may well state, and a text value beside the numbers says the field is no number.
+    Nor a field whose passing numbers were all whole: a count, whose zero is "none" (no loans out, no
+    seats held, no places free), which any count reaches; a fraction among them (a rate, a measure, an
+    amount in cents) says the field is a quantity, whose zero is rather a default put for a value not found."""
+    ref = fs.numbers
+    if fs.values or 0.0 not in nums or 0.0 in ref or any(a.kind != "number" for a in atoms):
+        return
+    if all(x == int(x) for x in ref):
+        return
+    lo, hi = min(ref), max(ref)
+    # (A field seen once per run says "runs"; one seen several times per run counts its occurrences.)
+    seen = f"{fs.n} passing runs" if fs.n == len(fs.runs) else f"{fs.n} passing occurrences"
+    yield Evidence(
+        sid,
+        _w(0.5, len(ref)),  # the magnitude check's weight for a number far (1.5+ orders) outside the range
+        f"{f}=0 where every one of {seen} had a non-zero value ({lo:g} to {hi:g})",
+        "reference:zero",
+    )
+
+
 def passing_had(step: Step, f: str, x: float, profile: Profile, key: StepKey | None = None) -> bool:
     """Whether the passing runs had numbers like ``x`` in this step's field ``f``: its sign and its magnitude
     (the checks of `violations` find nothing in it), with the support those checks need.  ``key``: the
-    step's key when its run's steps gave it a role (`step_key`)."""
+    step's key when its run's steps gave it a role (`step_key`).  Not whether it is a zero they never had
+    (`_zero_check`): asked of each number of a field, a zero answered no would open the sibling range checks
+    of the field's other numbers, which the passing runs had; and the zero check is no sibling check."""
     st = profile.steps.get(key if key is not None else step_key(step))
     fs = None if st is None else st.fields.get(f)
     if fs is None or len(fs.numbers) < MIN_SUPPORT or len(fs.runs) < 2:
