@@ -6,6 +6,12 @@ A diagnoser is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (the
 ``trajdebug.diagnosers``.  The modules behind this package group the rules by
 concern: steps in general, tool calls, value flow, observations, decisions,
 tool-calling conversations.
+
+Each built-in rule declares the steps it can fire on (`Reads`, set with
+``@reading(Reads(...))``: kinds, statuses, a retry, a step attribute, and what its
+run must hold), and a step is shown only the rules whose declaration admits it
+(`trajdebug.analysis.diagnosers._reads.DiagnoserIndex`).  A plugin rule may
+declare the same way; one that declares nothing is shown every step.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from trajdebug.analysis.diagnosers._observations import (
     truncated_output,
 )
 from trajdebug.analysis.diagnosers._partial import request_partial, series_gap
+from trajdebug.analysis.diagnosers._reads import Reads, reading
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._state_values import state_values
 from trajdebug.analysis.diagnosers._steps import (
@@ -133,6 +140,7 @@ __all__ = [
     "DiagnoseContext",
     "Diagnoser",
     "Evidence",
+    "Reads",
     "Step",
     "Verdict",
     "diagnose",
@@ -140,5 +148,6 @@ __all__ = [
     "fold",
     "input_caused",
     "is_check",
+    "reading",
     "registered_diagnosers",
 ]

@@ -25,6 +25,7 @@ from trajdebug.analysis.diagnosers._conversation import (
     chat_turn,
     is_write,
 )
+from trajdebug.analysis.diagnosers._reads import Reads, reading
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
 
@@ -81,6 +82,7 @@ def _prices(recs: list[Mapping[str, Any]], only_available: bool) -> list[float]:
     return out
 
 
+@reading(Reads(attribute="role"))
 def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An assistant message whose count or extreme price contradicts the tool results it just read.
 
@@ -147,6 +149,7 @@ def _ids(args: Mapping[str, Any]) -> set[str]:
     return out
 
 
+@reading(Reads(attribute="role"))
 def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An assistant turn whose tool call came back with an error (invalid invocation), or whose write blocked a later one.
 
@@ -238,6 +241,7 @@ def _confirmed(text: str, *, lexicon: Lexicon = ENGLISH) -> bool:
     return bool(lexicon.yes.search(text))
 
 
+@reading(Reads(attribute="role"))
 def unconfirmed_writes(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A consequential call made without the user's explicit confirmation of it.
 
@@ -281,6 +285,7 @@ def unconfirmed_writes(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     )
 
 
+@reading(Reads(attribute="role"))
 def abandoned_requests(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A hand-off to a human (or an end of the session) while an action the user confirmed was never carried out.
 
@@ -309,6 +314,7 @@ def abandoned_requests(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
+@reading(Reads(attribute="role"))
 def unverified_refusals(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An assistant that declares it cannot do what the user asked without having consulted any tool for it.
 
@@ -445,6 +451,7 @@ def _objects(result: Any) -> list[tuple[str, str, str]]:
     return [(keys[0], str(result[keys[0]]), str(result["status"]))] if keys else []
 
 
+@reading(Reads(attribute="role"))
 def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An assistant that reports everything done while an object like those it changed was left untouched.
 
@@ -485,6 +492,7 @@ def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 _OPTION_LINE = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+\S")
 
 
+@reading(Reads(attribute="role"))
 def user_decisions(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A user message that decides what the agent will do: a pick among offered options, or a change of request.
 

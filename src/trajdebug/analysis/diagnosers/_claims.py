@@ -26,6 +26,7 @@ from trajdebug.analysis.diagnosers._conflicts import (
 )
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
+from trajdebug.analysis.diagnosers._reads import ERROR, Reads, reading
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
 from trajdebug.core.values import atoms, date_forms, is_date, is_mapping, is_year
@@ -394,6 +395,7 @@ def _rescheduled(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, A
     return found
 
 
+@reading(Reads(kinds=frozenset({"llm"}), skips_statuses=ERROR))
 def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An LLM output that is empty, or states values absent from or contradicting its inputs."""
     if step.kind != "llm" or step.status == "error":

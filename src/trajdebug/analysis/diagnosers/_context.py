@@ -13,19 +13,21 @@ diagnosed sound is a root-cause candidate (Zeller, *Why Programs Fail*,
 "Tracking Failure Origins").
 
 The built-in diagnosers live in `trajdebug.analysis.diagnosers._steps`; more can be
-registered under the entry-point group ``trajdebug.diagnosers``.
+registered under the entry-point group ``trajdebug.diagnosers``.  `DiagnoseContext.verdict` runs on a step
+only the diagnosers whose declaration (`trajdebug.analysis.diagnosers._reads.Reads`) admits it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._sql import schema_from_metadata
+from trajdebug.analysis.diagnosers._reads import DiagnoserIndex
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
@@ -97,6 +99,7 @@ class DiagnoseContext:
     _errored_consumers: dict[str, list[tuple[str, Any]]] | None = None
     _memo: dict[str, Any] = field(default_factory=dict)
     _step_facts: dict[str, tuple[Step, Any]] = field(default_factory=dict)
+    _index: DiagnoserIndex | None = None
 
     @classmethod
     def build(
@@ -136,16 +139,23 @@ class DiagnoseContext:
             self.diagnosed += 1
             step = self.graph.steps[step_id]
             found: list[Evidence] = []
-            summarized = _summarized(step.input) or _summarized(step.output)
-            for name, fn in self.diagnosers:
-                if summarized and name not in SUMMARY_SAFE and not getattr(fn, "reads_summaries", False):
-                    continue  # recorded in summary mode: a rule that reads content has nothing to read
+            for name, fn in self.rules(step, summarized=_summarized(step.input) or _summarized(step.output)):
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
             if self.contrast is not None and found:
                 found = self.contrast.apply(step, found, self.graph.steps)
             v = self._verdicts[step_id] = fold(step_id, [*self.extra.get(step_id, ()), *found])
         return v
+
+    def rules(self, step: Step, *, summarized: bool = False) -> Iterator[tuple[str, Diagnoser]]:
+        """The diagnosers that can fire on a step, in order: those whose declaration (`Reads`) excludes it are
+        left out, and with ``summarized`` (the step was recorded in summary mode) those that read content."""
+        index = self._index
+        if index is None:
+            index = self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
+        for name, fn, attribute in index.for_step(step, summarized):
+            if attribute is None or attribute in step.attributes:
+                yield name, fn
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
         """A run-wide fact computed once and shared by the diagnosers (``compute()`` on first use)."""

@@ -25,6 +25,7 @@ from trajdebug.analysis.diagnosers._parsed_lines import (
     series_cut,
     text_dropped,
 )
+from trajdebug.analysis.diagnosers._reads import ERROR, OK, Reads, reading
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
 from trajdebug.core.mentions import date_year, same_year
@@ -115,6 +116,7 @@ def _with_json_read(value: Any, depth: int = 0) -> Any:
     return value
 
 
+@reading(Reads(skips_statuses=ERROR))
 def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A parse step that dropped items, fields or values of its input."""
     if step.status == "error":
@@ -312,6 +314,7 @@ def _failed_pre(step: Step) -> list[Mapping[str, Any]]:
     ]
 
 
+@reading(Reads(state=True))
 def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write that its readers found invalid: a rejecting reader, or values given to the writer that no reader saw."""
     if not ctx.has_state_edges():
@@ -503,6 +506,7 @@ def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
     return None
 
 
+@reading(Reads(statuses=OK, retries=True))
 def retry_divergence(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A retry whose successful attempt returned different data from an earlier attempt."""
     if step.retry_of is None or step.status != "ok":

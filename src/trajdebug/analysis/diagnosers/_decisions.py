@@ -25,6 +25,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
+from trajdebug.analysis.diagnosers._reads import OK, Reads, reading
 from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
@@ -68,6 +69,7 @@ def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a and b) and len(a & b) / len(a | b) >= 0.6
 
 
+@reading(Reads(kinds=frozenset({"condition"}), statuses=OK))
 def decision(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A decision (``condition`` step) whose choice differs from alike decisions, or that its input does not ground."""
     if step.kind != "condition" or step.status != "ok":
@@ -180,6 +182,7 @@ def _parallel_writers(step: Step, writes: set[str], index: _Writers) -> list[Ste
     return [found[i] for i in sorted(found)]
 
 
+@reading(Reads(attribute="state_writes"))
 def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write that overwrote a parallel step's update of the same key (both read, then wrote, overlapping in time)."""
     writes = _keys(step, "state_writes")
@@ -219,6 +222,7 @@ def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 
+@reading(Reads(kinds=frozenset({"llm"}), statuses=OK))
 def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A model told to choose among listed options ("choose the track: purchase or refinance") whose
     choice is one option while its input's data names another as a value (``purpose=purchase``).
@@ -415,6 +419,7 @@ def _data_values(value: Any, depth: int = 0) -> Iterable[tuple[str, str]]:
 # -- sub-agents ---------------------------------------------------------------------------
 
 
+@reading(Reads(kinds=frozenset({"agent"}), statuses=OK))
 def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A sub-agent (``agent`` step) whose output states a value that contradicts its own children's outputs."""
     if step.kind != "agent" or step.status != "ok" or not isinstance(step.output, (Mapping, list)):
@@ -464,6 +469,7 @@ def _name_lists(value: Any, depth: int = 0) -> Iterable[list[str]]:
                 yield from _name_lists(v, depth + 1)
 
 
+@reading(Reads(kinds=frozenset({"llm"}), statuses=OK, failures=True))
 def repeated_option(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A model given a list of names to arrange (teams to pair, rooms to fill) whose answer uses one twice
     and leaves another out, when the failure names the one it repeated: its plan broke the list's

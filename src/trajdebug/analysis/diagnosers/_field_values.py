@@ -51,6 +51,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._partial import _fields, off_options
+from trajdebug.analysis.diagnosers._reads import ERROR, OK, TOOLS, Reads, reading
 from trajdebug.analysis.diagnosers._requests import (
     _ASKED,
     _answer,
@@ -106,6 +107,7 @@ def _named_elsewhere(
     return None
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_kind(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Records whose field holds another value than the one the query names, a value the run gives that field."""
     if step.kind not in _ASKED or step.status != "ok":
@@ -160,12 +162,13 @@ def _by_field(value: Any) -> dict[str, set[str]]:
     return out
 
 
+@reading(Reads(kinds=frozenset({"llm"}), skips_statuses=ERROR))
 def unlisted_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A model's answer giving a field a value none of the listed values of that field it was given: a code
     (``LTH-07``) read here, or a name with spaces (``Courtroom 9B``, `_partial.off_options`).  Two readings
     of one tell, so one finding: the first that fires (both at once counted it twice by noisy-OR)."""
-    for reading in (_unlisted(step, ctx), off_options(step, ctx)):
-        for found in reading:
+    for tell in (_unlisted(step, ctx), off_options(step, ctx)):
+        for found in tell:
             yield found
             return
 
@@ -223,6 +226,7 @@ def _answered_calls(ctx: DiagnoseContext) -> dict[str, list[Step]]:
     return calls
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK, failures=True))
 def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A lookup whose answer gives a field the id another call of it answered for another question, where
     every other call answered an id of its own (one sheet per animal), and the failure names that id and

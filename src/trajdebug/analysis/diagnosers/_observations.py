@@ -37,6 +37,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._reads import OK, TOOLS, Reads, reading
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Run, Step
 
@@ -142,6 +143,7 @@ def _missing_part(step: Step, ctx: DiagnoseContext) -> str | None:
     return missing[0] if len(missing) >= 2 else None
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval result that was cut short (a marker, text stopping mid-word, a ragged last group...)."""
     if step.kind not in _OBSERVERS or step.status != "ok" or step.output is None:
@@ -261,6 +263,7 @@ def _stale_marker(value: Any, *, lexicon: Lexicon = ENGLISH) -> str | None:
     return None
 
 
+@reading(Reads(statuses=OK, retries=True))
 def stale_retry(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A retry, after a failed attempt, that succeeded with cached or aged data, or data for another period.
 
@@ -294,6 +297,7 @@ def stale_retry(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def cached_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval answer that says it came from a cache (a ``cached_at`` field, ``fetched: cache``)."""
     if step.kind not in _OBSERVERS or step.status != "ok" or step.retry_of is not None:
@@ -365,6 +369,7 @@ def _fresh_values(ctx: DiagnoseContext) -> dict[str, tuple[int, dict[Any, dict[s
     return out
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def stale_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer whose freshness field (a version, an ``as_of`` time) is older than the one value every other
     call of the same tool answered with: a stale copy among fresh ones."""
@@ -449,6 +454,7 @@ def _formats(ctx: DiagnoseContext) -> _Formats:
     return out
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def format_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer writing a field (a time, a date, a code) in another format than the one every other call of
     the same tool wrote it in: the producer drifted on this call, and a consumer reading the usual format
@@ -508,6 +514,7 @@ def _earlier_reads(ctx: DiagnoseContext, key: str, step: Step) -> list[Any]:
     return out
 
 
+@reading(Reads(attribute="env_reads"))
 def environment_read(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An environment read whose value changed since an earlier turn, differs from the snapshot, or is named by the failure."""
     reads = step.attributes.get("env_reads")

@@ -17,6 +17,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._reads import ERROR, TOOLS, Reads, reading
 from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import atoms
@@ -32,6 +33,7 @@ def _ids(value: object) -> set[str]:
     return {a.key for a in atoms(value) if a.kind == "id"}
 
 
+@reading(Reads(kinds=TOOLS, skips_statuses=ERROR, failures=True))
 def request_partial(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval answering about some of the ids it was asked about, leaving out ids the failure names."""
     if step.kind not in ("tool", "retrieval") or step.status == "error" or content.is_empty(step.output):
@@ -215,6 +217,7 @@ def _continues(key: str, listed: list[str]) -> bool:
     return bool(nums) and m is not None and min(nums) <= int(m.group(2))
 
 
+@reading(Reads(kinds=TOOLS, skips_statuses=ERROR, failures=True))
 def series_gap(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval whose answer first listed ids of a series (routes ``R-N-01`` to ``R-N-03``) while the
     failure names another id of that series (``R-N-04``) that no step of the run ever held: the list the run

@@ -52,6 +52,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._partial import _field_lists
+from trajdebug.analysis.diagnosers._reads import OK, TOOLS, Reads, reading
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -158,6 +159,7 @@ def _asked_count(args: Mapping[str, Any], lexicon: Lexicon) -> tuple[str, int] |
     return None
 
 
+@reading(Reads(skips_kinds=frozenset({"llm", *CONTAINER_KINDS}), statuses=OK))
 def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool asked for N items that answered with more than N; a step that picked fewer than N of more than N
     records it was given (a selector off by one)."""
@@ -222,6 +224,7 @@ def _more_field(value: Any, lexicon: Lexicon) -> tuple[str, Any] | None:
     return None
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_more(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer that says more follows (a cursor, a next-page token) from a tool the agent never called again."""
     if step.kind not in _ASKED or step.status != "ok":
@@ -260,6 +263,7 @@ def _within(value: str, text: str) -> bool:
     )
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A first record that disagrees with the request where a later record agrees, used by a later step."""
     if step.kind not in _ASKED or step.status != "ok":
@@ -304,6 +308,7 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_variant(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A first record named by the start of the query, where the rest of the query (a variant: ``lemon tart
     (gluten-free)``) is nowhere in the answer: the plain item returned for a qualified one."""
@@ -372,6 +377,7 @@ def _kept_out(args: Mapping[str, Any], lexicon: Lexicon) -> tuple[str, str] | No
     return None
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_flag(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer listing an item of the kind a flag of the request keeps out."""
     if step.kind not in _ASKED or step.status != "ok":
@@ -397,6 +403,7 @@ def request_flag(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- short codes -----------------------------------------------------------------------
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A field given a code of one or two characters, answered with another code under the same name."""
     if step.kind not in _ASKED or step.status != "ok":
@@ -465,6 +472,7 @@ def _sibling_code(code: str, answer: list[str]) -> str | None:
     return None
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK))
 def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer that never names the code it was asked about and names another of its series instead."""
     if step.kind not in _ASKED or step.status != "ok" or step.output is None:
@@ -516,6 +524,7 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- records under another's key, totals that no longer add up -------------------------
 
 
+@reading(Reads(skips_kinds=frozenset({"llm"}), statuses=OK))
 def misaligned(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A mapping of records keyed by ids where a record names another key of the mapping as its own (the
     records shifted by one against their keys: an off-by-one zip)."""
@@ -548,6 +557,7 @@ def _numbers(value: Any) -> dict[str, float]:
     return {str(k): float(v) for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+@reading(Reads(skips_kinds=frozenset({"llm"}), statuses=OK))
 def broken_sum(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Fields that added up in the step's input (``scored + remaining == total``) and no longer do in its
     output, under the same names: an update that moved one and not the other."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._reads import OK, Reads, reading
 from trajdebug.analysis.lineage import derivation
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Step
 from trajdebug.core.values import atoms, is_year
@@ -205,6 +206,7 @@ def miskeyed(step: Step, written: Mapping[str, Any], given: str) -> Iterable[Evi
                 return
 
 
+@reading(Reads(statuses=OK))
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)

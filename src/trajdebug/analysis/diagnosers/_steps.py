@@ -26,6 +26,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._sql import sql_of, sql_problem
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._reads import Reads, reading
 from trajdebug.analysis.diagnosers._tools import (
     handled,
     swallowing_wrapper,
@@ -131,6 +132,7 @@ def _swallowed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
     )
 
 
+@reading(Reads(errors=True))
 def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A step that ended with an error: weak when raised on its input or passed up from a child; a step that
     ended normally though the last call inside it raised (`_swallowed`)."""
@@ -230,6 +232,7 @@ def _ended_by(source: Step, step: Step) -> bool:
     return done <= then
 
 
+@reading(Reads(skips_kinds=frozenset({"tool", "retrieval", "input"})))
 def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Output that is malformed on its face: JSON that does not parse, SQL that fails ``EXPLAIN``, tool-call arguments that are not JSON."""
     if step.kind in ("tool", "retrieval", "input"):
@@ -284,6 +287,7 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- contracts and inputs ------------------------------------------------------------
 
 
+@reading(Reads(checks=True))
 def contracts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Declared contracts: the step's own checks, and its consumers' pre-conditions on its output."""
     checks = step.attributes.get("checks")
@@ -326,6 +330,7 @@ def contracts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                     )
 
 
+@reading(Reads(kinds=frozenset({"input"})))
 def external_input(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Inputs given to the run are taken as given (they are where the search ends)."""
     if step.kind == "input":

@@ -26,6 +26,7 @@ from trajdebug.analysis._sql import rerun_query, sql_of
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._conflicts import contradictions, present, upstream_outputs
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._reads import OK, TOOLS, Reads, reading
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import CHILD_KEY
 from trajdebug.core.model import Dependency, Step
@@ -114,6 +115,7 @@ def swallowing_wrapper(step: Step, ctx: DiagnoseContext) -> Step | None:
     return parent
 
 
+@reading(Reads(statuses=OK))
 def swallowed_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A wrapper around a tool call that caught the call's error and answered anyway (`swallowing_wrapper`),
     or another source asked in the failed call's place (`trajdebug.analysis._detect.fallbacks`)."""
@@ -141,6 +143,7 @@ def swallowed_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
+@reading(Reads(kinds=TOOLS))
 def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval result carrying an error, an HTTP error status, or nothing."""
     if step.kind not in ("tool", "retrieval"):
@@ -224,6 +227,7 @@ def environmental(error: str, *, lexicon: Lexicon = ENGLISH) -> bool:
 _QUERY = re.compile(r"^\s*(select|with)\b", re.I)
 
 
+@reading(Reads(kinds=frozenset({"tool"}), statuses=OK))
 def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A SQL tool whose recorded rows differ from re-running its (read-only) query on the run's database.
 
@@ -352,6 +356,7 @@ def _next_key(value: Any, earlier: Any) -> bool:
     )
 
 
+@reading(Reads(kinds=frozenset({"tool"})))
 def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
@@ -485,6 +490,7 @@ SAME_ANSWER = 0.45
 """Suspicion of a call that answered other arguments with an earlier call's very answer (`ignored_argument`)."""
 
 
+@reading(Reads(kinds=TOOLS, statuses=OK, failures=True))
 def ignored_argument(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval that answered, apart from the arguments it echoes, exactly what an earlier call of it
     answered for other arguments (the trousers' measurements the jacket's, field for field): it did not read

@@ -159,20 +159,26 @@ def queue_heads(step: Step, loops: Collection[Cursor] = ()) -> frozenset[str]:
 
 def _cursors(value: Any) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, Any]]]:
     """Each list of scalars (two or more) a value holds beside an int of the same record: a place it may keep."""
+    return _cursors_in(value, (), 0)
 
-    def walk(v: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, Any]]]:
-        if depth > 3 or not isinstance(v, dict):
-            return
-        ints = {str(k): x for k, x in v.items() if isinstance(x, int) and not isinstance(x, bool) and x >= 0}
-        for k, x in v.items():
-            if isinstance(x, list) and len(x) >= 2 and all(isinstance(y, (str, int, float)) for y in x[:200]):
-                items = [str(y).strip().lower() for y in x[:200]]
-                for c, i in ints.items():
-                    yield (path, str(k), c), items, i, v
-            elif isinstance(x, dict):
-                yield from walk(x, (*path, str(k)), depth + 1)
 
-    return walk(value, (), 0)
+# (The walks below are module functions, not closures: a closure calling itself is a reference cycle, left for
+# the cyclic collector, which the analysis pauses; one per step was most of what it had to free at the end.)
+
+
+def _cursors_in(
+    v: Any, path: tuple[str, ...], depth: int
+) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, Any]]]:
+    if depth > 3 or not isinstance(v, dict):
+        return
+    ints = {str(k): x for k, x in v.items() if isinstance(x, int) and not isinstance(x, bool) and x >= 0}
+    for k, x in v.items():
+        if isinstance(x, list) and len(x) >= 2 and all(isinstance(y, (str, int, float)) for y in x[:200]):
+            items = [str(y).strip().lower() for y in x[:200]]
+            for c, i in ints.items():
+                yield (path, str(k), c), items, i, v
+        elif isinstance(x, dict):
+            yield from _cursors_in(x, (*path, str(k)), depth + 1)
 
 
 def counted_loops(calls: Sequence[Step]) -> frozenset[Cursor]:
@@ -248,49 +254,50 @@ def head_fields(step: Step, field: str, heads: Collection[str]) -> frozenset[str
     one filed under it (``kinds: {P-2: centre}``, ``P-2: {kind: centre}``).  A loop moving to its next item
     rightly answers that item's own fields; any other new value of a field it was given is no such move."""
     out: set[str] = set()
-
-    def scalar(v: Any) -> bool:
-        return isinstance(v, (str, int, float)) and not isinstance(v, bool)
-
-    def walk(value: Any, name: str, depth: int) -> None:
-        if depth > 4:
-            return
-        if isinstance(value, dict):
-            if field in value and scalar(value[field]) and any(scalar(v) and str(v).strip().lower() in heads for v in value.values()):
-                out.add(str(value[field]).strip().lower())
-            for k, v in value.items():
-                if str(k).strip().lower() in heads:
-                    if isinstance(v, dict) and scalar(v.get(field)):
-                        out.add(str(v[field]).strip().lower())
-                    elif scalar(v) and name.lower().startswith(field.lower()):
-                        out.add(str(v).strip().lower())  # a map of that field by item (``kinds: {P-2: centre}``)
-                walk(v, str(k), depth + 1)
-        elif isinstance(value, list):
-            for v in value[:200]:
-                walk(v, name, depth + 1)
-
-    walk(step.input, "", 0)
+    _head_fields_in(step.input, "", 0, field, heads, out)
     return frozenset(out)
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+
+def _head_fields_in(value: Any, name: str, depth: int, field: str, heads: Collection[str], out: set[str]) -> None:
+    if depth > 4:
+        return
+    if isinstance(value, dict):
+        if field in value and _scalar(value[field]) and any(_scalar(v) and str(v).strip().lower() in heads for v in value.values()):
+            out.add(str(value[field]).strip().lower())
+        for k, v in value.items():
+            if str(k).strip().lower() in heads:
+                if isinstance(v, dict) and _scalar(v.get(field)):
+                    out.add(str(v[field]).strip().lower())
+                elif _scalar(v) and name.lower().startswith(field.lower()):
+                    out.add(str(v).strip().lower())  # a map of that field by item (``kinds: {P-2: centre}``)
+            _head_fields_in(v, str(k), depth + 1, field, heads, out)
+    elif isinstance(value, list):
+        for v in value[:200]:
+            _head_fields_in(v, name, depth + 1, field, heads, out)
 
 
 def _popped(step: Step) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
-
-    def walk(given: Any, said: Any, depth: int) -> None:
-        if depth > 3 or not isinstance(given, dict) or not isinstance(said, dict):
-            return
-        for k, v in given.items():
-            rest = said.get(k)
-            if isinstance(v, list) and v and isinstance(rest, list) and rest == v[1:]:
-                if isinstance(v[0], (str, int, float)) and not isinstance(v[0], bool):
-                    out.add((str(v[0]).strip().lower(), str(k)))
-            elif isinstance(v, dict):
-                walk(v, rest, depth + 1)
-
-    walk(step.input, step.output, 0)
+    _popped_in(step.input, step.output, 0, out)
     # A loop moving on hands the item it took on (``current: W16``); a step that returns a list without its
     # first item and never names that item dropped it (a filter emptying a one-room list), it moved nowhere.
     return {(h, k) for h, k in out if h in _scalars(step.output)} if out else out
+
+
+def _popped_in(given: Any, said: Any, depth: int, out: set[tuple[str, str]]) -> None:
+    if depth > 3 or not isinstance(given, dict) or not isinstance(said, dict):
+        return
+    for k, v in given.items():
+        rest = said.get(k)
+        if isinstance(v, list) and v and isinstance(rest, list) and rest == v[1:]:
+            if isinstance(v[0], (str, int, float)) and not isinstance(v[0], bool):
+                out.add((str(v[0]).strip().lower(), str(k)))
+        elif isinstance(v, dict):
+            _popped_in(v, rest, depth + 1, out)
 
 
 def _scalars(value: Any, depth: int = 0) -> set[str]:
