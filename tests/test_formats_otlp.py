@@ -279,6 +279,50 @@ class TestRealSdkOutput:
         assert llm1.output["tool_calls"] == [{"id": "call_1", "name": "lookup", "arguments": {"user": "ana"}}]
         assert llm2.output == {"role": "assistant", "content": "refund W1", "tool_calls": []}
 
+    def test_a_retrievers_listed_documents_are_its_output(self, tracer: Any) -> None:
+        """OpenInference records what a retriever (or a reranker) returned as ``retrieval.documents.{i}.document.*``
+        attributes, not as ``output.value``: the documents (id, content, score, metadata decoded) are the step's
+        output, as are OpenTelemetry GenAI's ``gen_ai.retrieval.documents``; an ``output.value`` the span also
+        records is read as before."""
+        tr, exporter = tracer
+        docs = {
+            "openinference.span.kind": "RETRIEVER",
+            "input.value": "opening hours of the harbour office",
+            "retrieval.documents.0.document.id": "kb-12",
+            "retrieval.documents.0.document.content": "The harbour office opens at 08:00.",
+            "retrieval.documents.0.document.score": 0.91,
+            "retrieval.documents.0.document.metadata": '{"source": "handbook.pdf", "page": 4}',
+            "retrieval.documents.1.document.id": "kb-40",
+            "retrieval.documents.1.document.content": "Closed on Sundays.",
+        }
+        with tr.start_as_current_span("rag", attributes={"openinference.span.kind": "AGENT"}):
+            with tr.start_as_current_span("retrieve", attributes=docs):
+                pass
+            with tr.start_as_current_span("rerank", attributes={
+                "openinference.span.kind": "RERANKER",
+                "reranker.output_documents.0.document.id": "kb-40",
+                "reranker.output_documents.0.document.content": "Closed on Sundays.",
+            }):
+                pass
+            with tr.start_as_current_span("retrieval kb", attributes={
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.documents": '[{"id": "kb-7", "score": 0.5}]',
+            }):
+                pass
+            with tr.start_as_current_span("retrieve again", attributes={**docs, "output.value": '["kb-12"]'}):
+                pass
+        [run] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
+        out = {s.name: s.output for s in run.steps}
+        assert out["retrieve"] == [
+            {"id": "kb-12", "content": "The harbour office opens at 08:00.", "score": 0.91,
+             "metadata": {"source": "handbook.pdf", "page": 4}},
+            {"id": "kb-40", "content": "Closed on Sundays."},
+        ]
+        assert out["rerank"] == [{"id": "kb-40", "content": "Closed on Sundays."}]
+        assert out["retrieval kb"] == [{"id": "kb-7", "score": 0.5}]
+        assert out["retrieve again"] == ["kb-12"]
+        assert next(s for s in run.steps if s.name == "retrieve").input == "opening hours of the harbour office"
+
     def test_hex_and_base64_encodings_give_the_same_run(self, tracer: Any) -> None:
         """The same spans with hex ids and with base64 ids import to the same graph."""
         spans = _run(tracer, support_agent)

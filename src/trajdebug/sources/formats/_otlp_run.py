@@ -167,6 +167,9 @@ def _step(
     kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
     inp = sc.io_value(a, "input") if reads & _READS_INPUT else None
     out = sc.io_value(a, "output") if reads & _READS_OUTPUT else None
+    if out is None and not own and reads & _READS_DOCUMENTS:
+        # A retriever's or reranker's documents are its output (OpenInference lists them as attributes).
+        out = sc.documents(a)
     if not own and kind != "llm" and (carries_messages or s.events):
         # A non-LLM span may still carry messages (an agent span's conversation).
         msgs = sc.messages(a, s.events)
@@ -229,7 +232,8 @@ def _step(
 _KEY_CLASS: dict[str, int] = {}
 """Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
 kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the name may hold messages
-(`_semconv.messages` reads none from a span without such a name or an event)."""
+(`_semconv.messages` reads none from a span without such a name or an event), plus 8 when it may list
+retrieved documents (`_semconv.documents`)."""
 
 
 _Plan = tuple[bool, "tuple[tuple[str, ...], tuple[str, ...]] | None", int]
@@ -245,11 +249,13 @@ _READS = (
 )
 """Bits of a plan's readings, each with the names it finds its value under (`io_value`'s, `tool_call_id`'s)."""
 _READS_INPUT, _READS_OUTPUT, _READS_CALL_ID = (bit for bit, _ in _READS)
+_READS_DOCUMENTS = 8
+"""A plan's reading of listed documents (`_semconv.documents`), set when a name may hold them (`_key_class`)."""
 
 
 def _plan(names: tuple[str, ...], own: bool) -> _Plan:
     """What `_step` keeps of a span's attributes, told by their names alone (`_key_class` of each name)."""
-    carries_messages = False
+    carries_messages = lists_documents = False
     kept: list[tuple[str, str]] = []
     for k in names:
         c = _KEY_CLASS.get(k)
@@ -257,6 +263,8 @@ def _plan(names: tuple[str, ...], own: bool) -> _Plan:
             c = _key_class(k)
         if c & 4:
             carries_messages = True
+        if c & 8:
+            lists_documents = True
         c &= 3
         if c == 1:
             kept.append((k, k[len(STEP_ATTR) :]))
@@ -266,6 +274,8 @@ def _plan(names: tuple[str, ...], own: bool) -> _Plan:
     same = len(kept) == len(names) and all(k == new for k, new in kept)
     present = set(names)
     reads = sum(bit for bit, keys in _READS if not present.isdisjoint(keys))
+    if lists_documents:
+        reads |= _READS_DOCUMENTS
     plan = (carries_messages, None if same else (tuple(k for k, _ in kept), tuple(new for _, new in kept)), reads)
     if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
         _PLANS.clear()
@@ -277,6 +287,8 @@ def _key_class(k: str) -> int:
     c = 1 if k.startswith(STEP_ATTR) else 2 if k.startswith("trajdebug.") or sc.is_content_key(k) else 0
     if sc.may_hold_messages(k):
         c |= 4
+    if sc.may_hold_documents(k):
+        c |= 8
     if len(_KEY_CLASS) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
         _KEY_CLASS.clear()
     _KEY_CLASS[k] = c

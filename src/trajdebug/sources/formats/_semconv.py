@@ -195,6 +195,41 @@ def tool_name(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+# -- retrieved documents ----------------------------------------------------------
+
+
+DOCUMENT_PREFIXES = ("retrieval.documents.", "reranker.output_documents.")
+"""How the names of OpenInference's flattened document lists begin (a retriever's and a reranker's output:
+``retrieval.documents.{i}.document.content``, ``.id``, ``.score``, ``.metadata``)."""
+_GENAI_DOCUMENTS = "gen_ai.retrieval.documents"
+"""OpenTelemetry GenAI's documents a retrieval returned (structured, or one JSON string)."""
+
+
+def may_hold_documents(key: str) -> bool:
+    """Whether `documents` may read documents from an attribute of this name."""
+    return key.startswith(DOCUMENT_PREFIXES) or key == _GENAI_DOCUMENTS
+
+
+def documents(attrs: Mapping[str, Any]) -> list[Any] | None:
+    """The documents a retriever or reranker span returned, when its attributes list them (OpenInference records
+    them so, not as ``output.value``): each as ``{"id", "content", "score", "metadata"}`` as given, the
+    metadata's JSON text decoded; None when the span lists none."""
+    for prefix in DOCUMENT_PREFIXES:
+        listed = unflatten(attrs, prefix[:-1])
+        if isinstance(listed, list) and listed:
+            return [_document(d) for d in listed]
+    genai = maybe_json(attrs.get(_GENAI_DOCUMENTS))
+    return genai if isinstance(genai, list) and genai else None
+
+
+def _document(item: Any) -> Any:
+    """One listed document without OpenInference's ``document`` wrapper, its metadata decoded."""
+    doc = item.get("document", item) if isinstance(item, Mapping) else item
+    if not isinstance(doc, Mapping):
+        return doc
+    return {k: maybe_json(v) if k == "metadata" else v for k, v in doc.items()}
+
+
 # -- input and output -------------------------------------------------------------
 
 
@@ -230,8 +265,10 @@ def io_value(attrs: Mapping[str, Any], which: str) -> Any:
 __all__ = [
     "Messages",
     "agent_name",
+    "documents",
     "io_value",
     "is_content_key",
+    "may_hold_documents",
     "may_hold_messages",
     "messages",
     "model_name",
