@@ -39,6 +39,20 @@ class TestAlign:
         only_good = {p.name for p in al.pairs if p.status == "only-good"}
         assert only_good == {"write_report", "final_answer"}
 
+    def test_the_header_counts_the_steps_the_runs_share_and_those_one_run_has_alone(self) -> None:
+        """The header counts the steps both runs have (paired), how many of those differ, and the steps one run
+        has alone, so the counts add up to each run's steps (nu24, F8: "32 aligned steps" for runs of 29 and 25)."""
+        from trajdebug.replay.diffview import header
+
+        good = run_demo(None, sinks=[MemorySink()])
+        bad = run_demo("bad-sql-filter", sinks=[MemorySink()])
+        al = align(good, bad)
+        paired = sum(1 for p in al.pairs if p.good is not None and p.bad is not None)
+        assert paired + 2 == len(good.steps) and paired == len(bad.steps)
+        text = " ".join(seg for seg, _ in header(al)[0])
+        assert f"{paired} steps paired" in text and "2 only in the passing run" in text
+        assert f"{len(al.pairs)} aligned" not in text
+
     def test_identical_runs_do_not_differ(self) -> None:
         """Two clean runs align with no differences and no divergence."""
         a = run_demo(None, sinks=[MemorySink()])

@@ -160,6 +160,24 @@ def test_cli_label_and_eval_json(tmp_path: Path) -> None:
     assert json.loads(ev.output)["labelled"] == 1
 
 
+def test_eval_with_refs_ranks_each_labelled_run_as_analyze_with_the_same_refs_does(tmp_path: Path) -> None:
+    """``eval --refs FILE`` compares each labelled run with the passing runs of FILE, as ``analyze --refs`` does
+    (nu24, F8: to measure with references, passing runs had to be copied into the labelled source)."""
+    from trajdebug.api import analyze_source
+
+    refs = _source(tmp_path, ("rome", "rome")).rename(tmp_path / "passing.jsonl")
+    src = _source(tmp_path, ("paris",))
+    [rid] = _failed(src)
+    label(src, rid, "fetch_rate")
+    [a] = analyze_source(src, rid, top=10_000, refs=[refs], guided=False, model=None).analyses
+    assert a.references
+    [result] = evaluate(src, None, [refs]).results
+    assert result.rank == list(a.localization.ranking).index(result.step_id) + 1
+    out = CliRunner().invoke(cli, ["eval", str(src), "--refs", str(refs), "--model", "none", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["labelled"] == 1
+
+
 def test_fit_adds_trees_to_the_prior_and_analyze_uses_the_file(tmp_path: Path) -> None:
     """`trajdebug fit -o` writes a model with the prior's trees and more; `analyze --model FILE` reads it."""
     pytest.importorskip("sklearn")

@@ -2378,3 +2378,52 @@ def test_the_narrowed_answer_checks_read_each_passing_request_and_answer_once() 
             assert found.count("reference:same-input") == n - 2  # shelf 0's passing counts varied
             assert found.count("reference:old-answer") == n - 1
             assert reads["asked"] <= 4 * n and reads["units"] <= 4 * n
+
+
+def _reasons(a: Any, name: str) -> list[str]:
+    """The reasons the analysis ``a`` gives the step named ``name``."""
+    steps = a.run.step_map()
+    return [r for c in a.localization.ranked_all if steps[c.step_id].name == name for r in c.reasons]
+
+
+def test_a_step_whose_request_first_parts_from_a_same_input_passing_run_gets_same_input_evidence() -> None:
+    """Where a failing run first parts from a passing run of its input with a changed request (the fix reads one
+    more ``run.state`` key) while every step it depends on returned the same, the step gets the same-input
+    finding a changed answer gets, and its sentence says the request differed; a passing run of another input
+    gives none (nu24, F1: ``diff`` named the step, ``analyze --refs`` gave it nothing and ranked it 9th)."""
+    from tests.builders import quote_runs
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    [said] = [r for r in _reasons(a, "pick_rate") if "first parts here" in r]
+    assert "its request differs" in said and "passing run good" in said
+    [top] = [c for c in a.localization.ranked_all if c.step_id == "4"]
+    assert "reference:same-input" in top.signals
+    other, _ = quote_runs(task="quote C-101")
+    assert not [r for r in _reasons(analyze(bad, references=[other]), "pick_rate") if "first parts here" in r]
+
+
+def test_a_first_divergence_that_is_a_changed_answer_to_the_same_request_gets_no_second_finding() -> None:
+    """When the runs first part at a step asked the same and answering otherwise, the same-input answer check
+    reads it; the request check names no step (`first_divergence` is None), so no finding is counted twice."""
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis.reference._diverged import first_divergence
+
+    good, bad = quote_runs(fixed_reads_usage=False)
+    assert first_divergence(good, bad) is None
+    assert first_divergence(*quote_runs()) == "4"
+
+
+def test_runs_that_state_no_input_are_never_read_as_same_input_runs_for_the_first_divergence() -> None:
+    """Runs whose first step was given nothing and that carry no task are alike by `same_request` whatever
+    they were asked (an Agents SDK trace's): no step gets the first-divergence finding from such a run, though
+    the two runs part at the same step as runs that state their input."""
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis.reference import diverged
+    from trajdebug.analysis.reference._diverged import first_divergence
+
+    good, bad = quote_runs(task=None)
+    assert first_divergence(good, bad) == "4" and diverged(bad, [good]) == {}
+    assert diverged(quote_runs()[1], [quote_runs()[0]]) == {"4": "good"}

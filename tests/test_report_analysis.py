@@ -45,3 +45,43 @@ def test_an_unsure_verdict_never_advises_the_same_input_passing_run_already_comp
     assert "p1" in note and "compared already" in note and SETTLE not in note
     alone = dataclasses.replace(analyze(failed), verdict="unsure")
     assert alone.same_input == () and SETTLE in (verdict_note(alone) or "")
+
+
+def test_an_unsure_verdict_with_a_same_input_passing_run_offers_guided_first() -> None:
+    """With a passing run of the same input among the references, the unsure verdict's advice opens with
+    ``--guided``, which that run answers by itself, before ``--ask`` (nu24, F1: ``--guided`` proved the root with
+    no question while the advice named ``--ask`` alone)."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import analyze
+    from trajdebug.report.analysis import verdict_note
+
+    good, bad = quote_runs()
+    note = " ".join((verdict_note(dataclasses.replace(analyze(bad, references=[good]), verdict="unsure")) or "").split())
+    assert "`--guided`" in note and note.index("`--guided`") < note.index("`--ask`")
+
+
+def test_after_answers_the_proved_root_and_the_steps_they_ruled_out_are_tagged_so_not_by_the_ranking() -> None:
+    """Once a person's answers prove the root, the text tags it "proved root" with no ranker's confidence, and a
+    step the answers ruled out is tagged so, never "suspect" beside "cleared by the answers" (nu24, F5: a proved
+    root read "confidence 2%")."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import analyze, guided_search, settled
+    from trajdebug.core.model import Answer
+    from trajdebug.report.analysis import analysis_lines
+
+    _, bad = quote_runs()
+    a = analyze(bad)
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    after = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    assert after.verdict == "proved"
+    lines = [" ".join(line.split()) for line in analysis_lines(after, width=400)]
+    [root] = [line for line in lines if line.startswith("1. ")]
+    assert root.startswith("1. pick_rate#") and "proved root" in root and "confidence" not in root
+    others = [line for line in lines if line[:2] in {f"{i}." for i in range(2, 10)}]
+    assert others and all("ruled out" in line and "suspect" not in line for line in others)

@@ -212,6 +212,18 @@ class Alignment:
     pairs: tuple[Pair, ...]
     """The aligned positions, in execution order."""
 
+    def counts(self) -> str:
+        """What the alignment holds, counted as the header says it: the steps the two runs share (paired), how
+        many of those differ, and the steps one run has alone (nu24 read "32 aligned steps" for runs of 29 and
+        25 steps: the positions were counted, each step one run has alone as one)."""
+        paired = [p for p in self.pairs if p.good is not None and p.bad is not None]
+        differ = sum(1 for p in paired if p.status != "same")
+        good = sum(1 for p in self.pairs if p.bad is None)
+        bad = sum(1 for p in self.pairs if p.good is None)
+        out = f"{len(paired)} steps paired, {differ} of them differ"
+        alone = [f"{n} only in the {side} run" for n, side in ((good, "passing"), (bad, "failing")) if n]
+        return out + (f"; {', '.join(alone)}" if alone else "")
+
     @property
     def differences(self) -> list[Pair]:
         """The positions where the runs differ."""

@@ -72,11 +72,12 @@ SETTLE = (
 )
 """What the text says when the learned ranker is unsure."""
 SETTLE_SAME = (
-    "what would settle it: `--ask` (the passing run of the same input, {ref}, compared already, answers for "
-    "every step whose output it also produced, so only the steps where they part are asked), `--judge`, or "
-    "replaying the top candidates with `--verify`"
+    "what would settle it: `--guided` (the passing run of the same input, {ref}, compared already, answers the "
+    "search's questions by itself: no one is asked), `--ask` (it answers for every step whose output it also "
+    "produced, so you are asked only where they part), `--judge`, or replaying the top candidates with `--verify`"
 )
-"""`SETTLE` when a passing run of the same input was among the references: advising one again confused a user."""
+"""`SETTLE` when a passing run of the same input was among the references: advising one again confused a user,
+and `--guided` comes first (that run answers by itself; nu24's root was proved with no question)."""
 
 
 def verdict_note(a: Analysis) -> str | None:
@@ -115,6 +116,8 @@ def verdict_note(a: Analysis) -> str | None:
 
 def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     """The analysis as a sequence of typed pieces the three renderers format alike."""
+    from trajdebug.analysis import answer_standing
+
     run = a.run
     steps = {s.step_id: s for s in run.steps}
     earlier = {(r.run_id, s.step_id): s for r in getattr(a, "previous", ()) for s in r.steps}
@@ -140,6 +143,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     if order:
         yield "note", order
     by_share = _by_share(a)
+    answered = answer_standing(a) if getattr(a, "guided", None) is not None else {}
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
@@ -150,7 +154,11 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
             agent += f", earlier turn {run_id[:12]}"
         tag = "structural root" if c.root else "suspect"
         conf = getattr(c, "confidence", None)
-        if conf is not None:
+        ruled = answered.get(c.step_id) if run_id is None else None
+        if ruled is not None:
+            # The answers placed it: the ranking's tag and confidence no longer describe it (the JSON keeps them).
+            tag = "proved root" if ruled == "proved" else ruled
+        elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.
         number = f"share {c.share:.3f}" if by_share else f"score {c.score:.3f}"
