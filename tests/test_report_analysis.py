@@ -47,22 +47,6 @@ def test_an_unsure_verdict_never_advises_the_same_input_passing_run_already_comp
     assert alone.same_input == () and SETTLE in (verdict_note(alone) or "")
 
 
-def test_an_unsure_verdict_with_a_same_input_passing_run_offers_guided_first() -> None:
-    """With a passing run of the same input among the references, the unsure verdict's advice opens with
-    ``--guided``, which that run answers by itself, before ``--ask`` (nu24, F1: ``--guided`` proved the root with
-    no question while the advice named ``--ask`` alone)."""
-    import dataclasses
-
-    from tests.builders import quote_runs
-
-    from trajdebug.analysis import analyze
-    from trajdebug.report.analysis import verdict_note
-
-    good, bad = quote_runs()
-    note = " ".join((verdict_note(dataclasses.replace(analyze(bad, references=[good]), verdict="unsure")) or "").split())
-    assert "`--guided`" in note and note.index("`--guided`") < note.index("`--ask`")
-
-
 def test_after_answers_the_proved_root_and_the_steps_they_ruled_out_are_tagged_so_not_by_the_ranking() -> None:
     """Once a person's answers prove the root, the text tags it "proved root" with no ranker's confidence, and a
     step the answers ruled out is tagged so, never "suspect" beside "cleared by the answers" (nu24, F5: a proved

@@ -34,7 +34,7 @@ from trajdebug.analysis.inference import (
     world_readers,
 )
 from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
-from trajdebug.analysis.reference import diverged, learn, returns_empty, same_request
+from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
@@ -79,11 +79,6 @@ def learn_references(state: AnalysisState) -> AnalysisState:
     failures = tuple(
         f for f in state.failures if not (f.detector == "empty" and returns_empty(profile, by_id[f.step_id], by_id))
     )
-    # Where a passing run of the same input first parts from this one with a changed request (a fix that reads
-    # one more value): no request is alike there for the profile's same-input check, yet the difference starts there.
-    twins = [r for r in state.references if same_request(state.run, r)]
-    if twins:
-        profile = replace(profile, diverged=diverged(run, twins))
     return replace(state, profile=profile, failures=failures)
 
 

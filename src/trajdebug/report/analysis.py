@@ -72,12 +72,11 @@ SETTLE = (
 )
 """What the text says when the learned ranker is unsure."""
 SETTLE_SAME = (
-    "what would settle it: `--guided` (the passing run of the same input, {ref}, compared already, answers the "
-    "search's questions by itself: no one is asked), `--ask` (it answers for every step whose output it also "
-    "produced, so you are asked only where they part), `--judge`, or replaying the top candidates with `--verify`"
+    "what would settle it: `--ask` (the passing run of the same input, {ref}, compared already, answers for "
+    "every step whose output it also produced, so only the steps where they part are asked), `--judge`, or "
+    "replaying the top candidates with `--verify`"
 )
-"""`SETTLE` when a passing run of the same input was among the references: advising one again confused a user,
-and `--guided` comes first (that run answers by itself; nu24's root was proved with no question)."""
+"""`SETTLE` when a passing run of the same input was among the references: advising one again confused a user."""
 
 
 def verdict_note(a: Analysis) -> str | None:

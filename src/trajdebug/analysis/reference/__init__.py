@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from trajdebug.analysis.reference._answers import unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
-from trajdebug.analysis.reference._diverged import diverged, origin_evidence
 from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
     GIVEN,
@@ -44,12 +43,10 @@ __all__ = [
     "MIN_SUPPORT",
     "Profile",
     "StepKey",
-    "diverged",
     "given_input",
     "input_key",
     "is_original",
     "learn",
-    "origin_evidence",
     "passing_had",
     "producers_of",
     "returns_empty",

@@ -47,7 +47,6 @@ from trajdebug.analysis.lineage import (
     semantic,
 )
 from trajdebug.analysis.reference._answers import answer_checks, picked_first
-from trajdebug.analysis.reference._diverged import origin_evidence
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
@@ -109,10 +108,6 @@ def violations(
             run's own calls, keys it without them (`sibling_profiles`).
         shared: Steps whose every call shares another request's answer (`unkeyed`): no old answer.
     """
-    twin = profile.diverged.get(step.step_id)
-    if twin is not None:
-        # Where the run first parts from a passing run of its input with a changed request (`_diverged`).
-        yield origin_evidence(step, twin)
     own = step_key(step, steps)
     st = profile.steps.get(own)
     key = step_key(step, within)

@@ -132,9 +132,6 @@ class Profile:
     """Per step enclosing others, per request: (its inside, its steady answer) -> run (`_enclosing.learn`)."""
     varying: Mapping[StepKey, frozenset[tuple[str, ...]]] = field(default_factory=dict)
     """Per step enclosing others, the parts of its answer that varied between passing runs alike inside."""
-    diverged: Mapping[str, str] = field(default_factory=dict)
-    """Per step of the failing run where it first parts from a passing run of its input with a changed request
-    (`_diverged.diverged`), that run's id; set by the analysis (`learn_references`), not learned."""
 
     def knows(self, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
         """Whether the profile has seen this step in a passing run (``steps``: its run's, `step_key`)."""
