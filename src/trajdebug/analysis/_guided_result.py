@@ -391,21 +391,41 @@ def _grouping(g: Guided, said: Mapping[str, Answer]) -> Callable[[str], int]:
 
 
 def answer_standing(analysis: Analysis) -> dict[str, str]:
-    """Per candidate of the analyzed run the answers placed (`settled`), ``proved`` (the root they prove) or
-    ``ruled out`` (cleared, or answered correct); a suspect they leave is not named.  What the reports tag a
-    candidate by in place of the ranking's "suspect" and confidence, which the answers outdated (nu24 read a
-    proved root "confidence 2%" and a step "suspect" and "cleared by the answers" at once)."""
+    """Per candidate of the analyzed run a person's answers placed (`settled`): ``proved`` (the root
+    `person_proof` proves), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
+    person's, cleared it) or ``wrong, not the root`` (a person answered it wrong and the answers, all a
+    person's, leave the root elsewhere: it passed on a wrong value).  What the reports tag a candidate by in
+    place of the ranking's "suspect" and confidence, which the answers outdated (nu24 read a proved root
+    "confidence 2%" and a step "suspect" and "cleared by the answers" at once).  A suspect they leave is not
+    named, nor a step an automatic oracle (a passing run of the same input, an expectation, a judge) took part
+    in placing: its proof is no verdict (round 50), so the ranking's tag stands (rev51u H3: a reference
+    differing in a timestamp tagged its step "proved root" and the true root "ruled out")."""
     g = analysis.guided
     if g is None or g.failure is None or not g.questions:
         return {}
-    group = _grouping(g, standing(g.questions))
-    words = {0: "proved", 2: "ruled out", 3: "ruled out"}
+    said = standing(g.questions)
+    group = _grouping(g, said)
+    proved = bool(person_proof(analysis))
+    persons = all(_by_person(a) for a in said.values())
     out: dict[str, str] = {}
     for c in analysis.localization.candidates:
-        word = words.get(group(c.step_id)) if c.run_id is None else None
+        word = _tag(group(c.step_id), said.get(c.step_id), proved, persons) if c.run_id is None else None
         if word is not None:
             out[c.step_id] = word
     return out
+
+
+def _tag(group: int, answer: Answer | None, proved: bool, persons: bool) -> str | None:
+    """`answer_standing`'s word for a step in ``group`` (`_grouping`) with its standing ``answer``: ``proved``
+    only when a person's answers prove the root, and a clearing only from a person's answer or, inferred,
+    from answers that are all a person's (``persons``)."""
+    if group == 0:
+        return "proved" if proved else None
+    if group == 3:
+        return "ruled out" if answer is not None and _by_person(answer) else None
+    if group == 2 and persons:
+        return "wrong, not the root" if answer is not None and answer.correct is False else "ruled out"
+    return None
 
 
 def settled(analysis: Analysis) -> Analysis:
