@@ -187,10 +187,11 @@ def input_difference(good: Run, bad: Run) -> InputDifference | None:
     from trajdebug.analysis.reference import given_input, same_request
 
     x, y = given_input(good), given_input(bad)
-    if x is None or y is None or same_request(good, bad):
+    if (x is None and y is None) or same_request(good, bad):
+        # Neither states its input (no task, a first step given nothing): nothing says the inputs differ.
         return None
-    where = x[0] if x[0] != "first" else y[0]
-    what = f"first step {good.steps[0].name}'s input" if where == "first" else where
+    where = next((g[0] for g in (x, y) if g is not None and g[0] != "first"), "first")
+    what = f"first step {(good.steps or bad.steps)[0].name}'s input" if where == "first" else where
     return InputDifference(what, _stated(good, where), _stated(bad, where))
 
 
