@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -65,3 +66,41 @@ def cancelled_sibling_run() -> Run:
         Step("slow", "slow", "tool", parent_id="a", input={"q": 3}, start_ns=10, end_ns=60),
     )
     return Run("r-cancel", "parallel", 0, 100, "failure", "ValueError: bad page", steps=steps)
+
+
+def reading_state(s: Step, writer: str, key: str) -> Step:
+    """``s`` with a read of the ``run.state`` key ``key`` that the step ``writer`` wrote, as the recorder keeps it."""
+    return replace(s, deps=(*s.deps, Dependency(writer, "state", key=key)))
+
+
+def quote_runs(*, fixed_reads_usage: bool = True, task: str | None = "quote C-105") -> tuple[Run, Run]:
+    """A passing and a failing run of one quote: ``pick_rate`` takes a two-band tariff's first band as the rate
+    in the failing run (0.11), where the passing run, of a fixed version, also reads the ``usage`` key of
+    ``run.state`` (``fixed_reads_usage``) and weighs the bands (0.305); every step before it returned the same.
+    ``task``: the passing run's input (the failing run's is ``quote C-105``); None: neither run states one (no
+    task, and a first step given nothing)."""
+    usage = {"kwh": 6800, "profile": {"day": 0.65, "night": 0.35}}
+    tariff = {"plan": "Smart TOU", "bands": [{"name": "night", "rate": 0.11}, {"name": "day", "rate": 0.41}]}
+
+    def run(rid: str, rate: float, reads: bool, outcome: str, given: str) -> Run:
+        pick = step("4", "pick_rate", "state", 4, {"tariff": tariff}, {"eur_per_kwh": rate}, "3",
+                    attributes={"state_values": {"rate": {"eur_per_kwh": rate}}})
+        savings = round(4760 * rate + 3744 * 0.06, 2)
+        steps = (
+            step("1", "receive_request", "input", 1, None if task is None else {"customer_id": "C-105"},
+                 {"customer_id": "C-105"}),
+            step("2", "remember_usage", "state", 2, {"survey": {"usage_kwh": 6800}}, None, "1",
+                 attributes={"state_values": {"usage": usage}}),
+            step("3", "lookup_tariff", "tool", 3, {"utility": "MetroEnergy"}, tariff, "1"),
+            reading_state(pick, "2", "usage") if reads else pick,
+            reading_state(step("5", "compute_savings", "other", 5, {"self_used_kwh": 4760}, {"eur_per_year": savings}),
+                          "4", "rate"),
+            step("6", "compute_payback", "other", 6, {"total_eur": 10258, "savings": savings},
+                 {"years": round(10258 / savings, 1)}, "5"),
+        )
+        reason = None if outcome == "success" else f"payback {round(10258 / savings, 1)} years is above the 12-year limit"
+        return Run(rid, "solar-quote", outcome=outcome, failure_reason=reason,  # type: ignore[arg-type]
+                   metadata={} if task is None else {"task": given}, steps=steps)
+
+    good = run("good", 0.305, fixed_reads_usage, "success", task)
+    return good, run("bad", 0.11, False, "failure", "quote C-105")

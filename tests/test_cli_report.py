@@ -83,3 +83,14 @@ def test_serve_prints_its_url_and_serves_the_store(tmp_path: Path) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream:
                 stream.close()
+
+
+def test_report_json_gives_the_verdict_and_the_candidates_that_analyze_json_gives(tmp_path: Path) -> None:
+    """``report --json`` carries the verdict and the ranked root causes of ``analyze --json`` beside the report's
+    path (nu24, F8: it gave only the path, size and run, and a CI job had to analyze twice)."""
+    demo = json.loads(invoke("demo", "--json", "--no-report"))
+    run_id = demo["run"]["run_id"]
+    report = json.loads(invoke("report", "--run", run_id, "-o", "r.html", "--json"))
+    [analysis] = json.loads(invoke("analyze", "--run", run_id, "--json"))["runs"]
+    assert report["verdict"] == analysis["verdict"] and report["ranker_verdict"] == analysis["ranker_verdict"]
+    assert [c["step_id"] for c in report["root_causes"]] == [c["step_id"] for c in analysis["root_causes"]]

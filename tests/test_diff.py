@@ -39,6 +39,20 @@ class TestAlign:
         only_good = {p.name for p in al.pairs if p.status == "only-good"}
         assert only_good == {"write_report", "final_answer"}
 
+    def test_the_header_counts_the_steps_the_runs_share_and_those_one_run_has_alone(self) -> None:
+        """The header counts the steps both runs have (paired), how many of those differ, and the steps one run
+        has alone, so the counts add up to each run's steps (nu24, F8: "32 aligned steps" for runs of 29 and 25)."""
+        from trajdebug.replay.diffview import header
+
+        good = run_demo(None, sinks=[MemorySink()])
+        bad = run_demo("bad-sql-filter", sinks=[MemorySink()])
+        al = align(good, bad)
+        paired = sum(1 for p in al.pairs if p.good is not None and p.bad is not None)
+        assert paired + 2 == len(good.steps) and paired == len(bad.steps)
+        text = " ".join(seg for seg, _ in header(al)[0])
+        assert f"{paired} steps paired" in text and "2 only in the passing run" in text
+        assert f"{len(al.pairs)} aligned" not in text
+
     def test_identical_runs_do_not_differ(self) -> None:
         """Two clean runs align with no differences and no divergence."""
         a = run_demo(None, sinks=[MemorySink()])
@@ -676,7 +690,7 @@ def test_diff_and_analyze_agree_on_what_the_same_input_is(tmp_path: Path) -> Non
 def test_an_input_step_of_runs_of_the_same_input_is_an_origin_and_rows_show_requests_and_outputs(
     tmp_path: Path,
 ) -> None:
-    """Runs of the same input (the analysis's: no task stated, the first step's arguments alike) whose input step
+    """Runs that state no input (no task, a first step given nothing: never the same input for the analysis) whose input step
     read another message: that step, same request and another output, is an origin with status ``output`` as
     before (the JSON's ``origins`` and ``first_divergence``: what ``--isolate`` starts from); a row whose request
     differs (``~``) shows the two requests and, since they differ too, the two outputs."""
@@ -792,3 +806,21 @@ def test_a_step_whose_error_was_recorded_without_raising_shows_what_it_returned(
     assert al.to_dict()["first_divergence"]["bad_output"] == []
     text = " ".join("".join(t for t, _ in line) for line in first_divergence(al))
     assert "(recorded, did not raise)" in text and RAISED not in text
+
+
+def test_runs_that_state_no_input_are_never_paired_as_runs_of_the_same_input(tmp_path: Path) -> None:
+    """Runs with no task whose input step takes no argument (it reads the message itself) state no input:
+    ``analyze`` pairs no passing run with the failing one as a run of its input (no ``diff`` hint, no
+    ``same_input`` in its JSON, no passing run answering for ``--guided``), and ``diff`` does not say their
+    inputs differ, since nothing says what either was given (review rev51u M1: such runs read as the same
+    input whatever they were asked)."""
+    from trajdebug.api import analyze_source
+
+    path = tmp_path / "runs.jsonl"
+    good, bad = _quoter_runs(path, (("price of T-1", False), ("price of T-2", True)), task=False, envelope=False)
+    result = analyze_source(path)
+    assert result.twins == (None,) and not [h for h in result.hints if "trajdebug diff" in h]
+    doc = json.loads(CliRunner().invoke(cli, ["analyze", str(path), "--json"]).output)
+    assert doc["runs"][0]["references"] and "same_input" not in doc["runs"][0]
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
+    assert doc["inputs_differ"] is None

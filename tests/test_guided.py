@@ -376,10 +376,41 @@ def test_settled_puts_the_proven_root_first_and_the_steps_answered_correct_last(
     after = settled(dataclasses.replace(analysis, guided=g))
     names = [c.step_id for c in after.root_causes]
     assert names == ["c2", "c4", "c3", "c1"]
-    assert after.root_causes[0].reasons[0].startswith("proven by 3 answer(s)") and after.root_causes[0].root
+    assert after.root_causes[0].reasons[0].startswith("proved by 2 answer(s)") and after.root_causes[0].root
     assert after.root_causes[-1].reasons[0] == "answered correct by person" and not after.root_causes[-1].root
     assert after.localization.ranking == ("c2", "c4", "c3", "c1")
     assert after.root_causes[0].reasons[1] == "evidence of c2"  # the ranker's own evidence is kept
+
+
+def test_the_proved_roots_sentence_counts_the_answers_that_prove_it_as_the_verdict_does() -> None:
+    """The proved root's reason counts the answers that prove it (its own and its inputs'), the count the
+    verdict gives, not every answer used (nu24, F5: "proven by 6 answer(s)" beside "a person's 1 answer(s)")."""
+    from trajdebug.analysis import person_proof, settled
+
+    analysis = _ranked_chain()
+    answers = [Answer("c4", False, "person"), Answer("c3", False, "person"), Answer("c2", False, "person"),
+               Answer("c1", True, "person")]
+    after = settled(dataclasses.replace(analysis, guided=guided_search(analysis, lambda step, run: None, answers=answers)))
+    assert len(person_proof(after)) == 2
+    assert after.root_causes[0].reasons[0].startswith("proved by 2 answer(s)")
+
+
+def test_the_path_shown_for_the_likeliest_root_runs_through_no_step_answered_correct() -> None:
+    """A step answered correct passed on no wrong value: the path from the likeliest root to the failure goes
+    around it when another one does, not along the ranking's path through it (nu24, F5: size_face's path ran
+    through the choose_panel just answered right)."""
+    deps = {"a": (), "b": ("a",), "c": ("a",), "f": ("b", "c")}
+    steps = tuple(
+        Step(s, s, "other", output=i, deps=tuple(Dependency(d) for d in ds), start_ns=i, end_ns=i)
+        for i, (s, ds) in enumerate(deps.items())
+    )
+    run = Run("run1", "fork", 0, 9, "failure", steps=steps)
+    cands = [Candidate("a", 0.9, ("evidence of a",), ("a", "b", "f")), Candidate("c", 0.5, (), ("c", "f"))]
+    loc = Localization(cands, SearchStats(4, 4, 0.0), failures=(Failure("f", "outcome", "x", "x", "final"),),
+                       ranking=("a", "c"), ranked_all=tuple(cands))
+    g = guided_search(Analysis(run, loc.failures, loc), lambda step, run: None, answers=[Answer("b", True, "person")])
+    assert g.root == "a" and not g.certain
+    assert g.path == ("a", "c", "f")
 
 
 def test_settled_leaves_a_ranking_without_answers_as_it_was() -> None:

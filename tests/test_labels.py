@@ -160,6 +160,29 @@ def test_cli_label_and_eval_json(tmp_path: Path) -> None:
     assert json.loads(ev.output)["labelled"] == 1
 
 
+def test_eval_with_refs_ranks_each_labelled_run_as_analyze_with_the_same_refs_does(tmp_path: Path) -> None:
+    """``eval --refs FILE`` compares each labelled run with the passing runs of FILE, as ``analyze --refs`` does:
+    the rank and the model's confidence it measures are those ``analyze --refs`` gives, not those of the run
+    alone (nu24, F8: to measure with references, passing runs had to be copied into the labelled source)."""
+    from trajdebug.api import analyze_source
+
+    refs = _source(tmp_path, ("rome", "rome")).rename(tmp_path / "passing.jsonl")
+    src = _source(tmp_path, ("paris",))
+    [rid] = _failed(src)
+    label(src, rid, "fetch_rate")
+    [a] = analyze_source(src, rid, top=10_000, refs=[refs], guided=False, model="default").analyses
+    [alone] = analyze_source(src, rid, top=10_000, guided=False, model="default").analyses
+    # The fixture tells the two apart: the references move the model's confidence (review rev51u M3: with the
+    # hand ranking alone it ranked the same either way, so dropping ``refs`` from `evaluate` went unseen).
+    assert a.references and a.root_causes[0].confidence != alone.root_causes[0].confidence
+    [result] = evaluate(src, "default", [refs]).results
+    assert result.rank == list(a.localization.ranking).index(result.step_id) + 1
+    assert result.confidence == a.root_causes[0].confidence
+    out = CliRunner().invoke(cli, ["eval", str(src), "--refs", str(refs), "--model", "none", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["labelled"] == 1
+
+
 def test_fit_adds_trees_to_the_prior_and_analyze_uses_the_file(tmp_path: Path) -> None:
     """`trajdebug fit -o` writes a model with the prior's trees and more; `analyze --model FILE` reads it."""
     pytest.importorskip("sklearn")

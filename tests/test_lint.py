@@ -412,6 +412,22 @@ def test_a_missing_dependency_on_an_imported_span_advises_a_span_link() -> None:
     assert found.step_name == "summarize" and "deps=" not in found.fix and "span link" in found.fix
 
 
+def test_a_missing_dependency_on_an_imported_span_is_a_finding_to_fix_and_never_says_nothing_to_declare(
+    tmp_path: Path, cli_run: Any
+) -> None:
+    """A span link can declare an imported span's dependency, so the finding is a warning that fails the exit
+    code, and its advice does not open with "nothing to declare" (nu24, F6: it said so and exited 1)."""
+    from trajdebug.core.jsonl import write_jsonl
+
+    path = tmp_path / "otlp.jsonl"
+    run = _vendor_run({})
+    write_jsonl([Run(run.run_id, run.name, steps=run.steps, metadata={"source_format": "otlp"}, outcome="success")], path)
+    [found] = [f for f in lint(trajdebug.load_runs(path)) if f.code == "missing-dependency"]
+    assert found.severity == "warning" and "nothing to declare" not in found.fix and "span link" in found.fix
+    out = cli_run("lint", str(path))
+    assert out.returncode == 1 and "nothing to declare" not in " ".join(out.stdout.decode().split())
+
+
 @trajdebug.step(kind="tool")
 def lookup_recipe(dish: str) -> dict:
     return {"dish": dish, "base_servings": 8}

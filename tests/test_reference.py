@@ -2448,3 +2448,47 @@ class TestZeros:
         profile = learn([search(f"ok{i}", f"{x} km away") for i, x in enumerate((3.5, 8.2, 5.1, 2.4))])
         bad = search("bad", "0 km away")
         assert not [e for e in violations(bad.steps[0], Lineage(bad).view("s"), profile) if e.diagnoser == "reference:zero"]
+
+
+def _ticket_runs(path: Path) -> tuple[Run, Run]:
+    """A passing and a failing run of a refund agent recorded with no task, whose input step takes no argument
+    (it pops its ticket from a queue: T-1 for 40, then T-2 for 400) and whose ``decide`` approves every refund."""
+    for ticket, amount in (("T-1", 40), ("T-2", 400)):
+        with trajdebug.run("refunds", path=str(path)) as r:
+            with trajdebug.step("next_ticket", kind="input") as t:
+                t.output = {"id": ticket, "amount": amount}
+            with trajdebug.step("decide", kind="other", input={"ticket": t.output}) as d:
+                d.output = {"approve": True}
+            if amount > 100:
+                r.fail(f"approved a refund of {amount} above the limit 100")
+    good, bad = load_runs(path)
+    return good, bad
+
+
+def test_an_entry_step_given_nothing_gets_no_same_input_finding_from_a_passing_run_of_another_ticket(
+    tmp_path: Path,
+) -> None:
+    """An input step that takes no argument answers with what its run was asked: a passing run that popped
+    another ticket is a run of another input, so the step's other answer is no "given the same input as in
+    passing run ..., it answered differently" (review rev51u M1: the entry step was ranked first, at 50 %)."""
+    good, bad = _ticket_runs(tmp_path / "runs.jsonl")
+    a = analyze(bad, references=[good])
+    [entry] = [c for c in a.localization.ranked_all if c.step_id == bad.steps[0].step_id]
+    assert bad.steps[0].name == "next_ticket" and "reference:same-input" not in entry.signals
+    assert not [r for r in entry.reasons if "same input" in r]
+
+
+@pytest.mark.parametrize("given", [None, "", "  ", {}, []])
+def test_a_run_that_states_an_empty_input_is_the_same_input_as_no_other_run(given: Any) -> None:
+    """An empty task (None, a blank text, an empty mapping or list) or a first step given nothing states no
+    input: `input_key` is None and `same_request` pairs two such runs never, whatever each was asked."""
+    from trajdebug.analysis.reference import input_key, same_request
+
+    def run(rid: str, asked: str) -> Run:
+        steps = (Step("1", "next_ticket", "input", input=given, output={"id": asked}, start_ns=1, end_ns=2),)
+        return Run(rid, "refunds", metadata={"task": given}, steps=steps)
+
+    a, b = run("a", "T-1"), run("b", "T-2")
+    assert input_key(a) is None and not same_request(a, b) and not same_request(a, a)
+    stated = dataclasses.replace(a, metadata={"task": "T-1"})
+    assert input_key(stated) == ("task", '"T-1"') and same_request(stated, dataclasses.replace(b, metadata={"task": "T-1"}))

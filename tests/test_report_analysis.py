@@ -45,3 +45,54 @@ def test_an_unsure_verdict_never_advises_the_same_input_passing_run_already_comp
     assert "p1" in note and "compared already" in note and SETTLE not in note
     alone = dataclasses.replace(analyze(failed), verdict="unsure")
     assert alone.same_input == () and SETTLE in (verdict_note(alone) or "")
+
+
+def test_after_answers_the_proved_root_and_the_steps_they_ruled_out_are_tagged_so_not_by_the_ranking() -> None:
+    """Once a person's answers prove the root, the text tags it "proved root" with no ranker's confidence, and a
+    step the answers ruled out is tagged so, never "suspect" beside "cleared by the answers" (nu24, F5: a proved
+    root read "confidence 2%")."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import analyze, guided_search, settled
+    from trajdebug.core.model import Answer
+    from trajdebug.report.analysis import analysis_lines
+
+    _, bad = quote_runs()
+    a = analyze(bad)
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    after = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    assert after.verdict == "proved"
+    lines = [" ".join(line.split()) for line in analysis_lines(after, width=400)]
+    [root] = [line for line in lines if line.startswith("1. ")]
+    assert root.startswith("1. pick_rate#") and "proved root" in root and "confidence" not in root
+    others = [line for line in lines if line[:2] in {f"{i}." for i in range(2, 10)}]
+    assert others and all("ruled out" in line and "suspect" not in line for line in others if "compute_savings#" not in line)
+    # The person said compute_savings is wrong: it passed the root's value on, so it is wrong, not the root.
+    [passed] = [line for line in others if "compute_savings#" in line]
+    assert "wrong, not the root" in passed and "ruled out" not in passed
+
+
+def test_a_same_input_passing_run_answering_for_guided_tags_no_step_proved_or_ruled_out() -> None:
+    """When the answers are a passing run's of the same input (an automatic oracle under ``--guided``), no step
+    is tagged "proved root", "ruled out" or "wrong, not the root": its proof is no verdict, so the ranking's tags
+    and confidences stay, as the verdict line says (review rev51u H3: a reference differing in a timestamp
+    tagged its step "proved root" and the true root "ruled out")."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import ReferenceOracle, analyze, guided_search, settled
+    from trajdebug.report.analysis import analysis_lines
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    after = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good))))
+    g = after.guided
+    assert g is not None and g.certain and {q.by for q in g.questions} == {"reference:good"}
+    assert after.verdict != "proved"
+    lines = [" ".join(line.split()) for line in analysis_lines(after, width=400)]
+    ranked = [line for line in lines if line[:2] in {f"{i}." for i in range(1, 10)}]
+    assert ranked and all("confidence" in line for line in ranked)
+    assert not [line for line in ranked if "proved root" in line or "ruled out" in line or "not the root" in line]

@@ -324,8 +324,12 @@ class Evaluation:
         }
 
 
-def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Evaluation:
-    """Analyze every labelled run of ``source`` (with ``model``, if any) and place its labelled root."""
+def evaluate(
+    source: str | Path, model: str | Path | Model | None = None, refs: Sequence[str | Path] = ()
+) -> Evaluation:
+    """Analyze every labelled run of ``source`` (with ``model``, if any) and place its labelled root; ``refs``:
+    more files whose passing runs the analysis compares with, as ``analyze --refs`` takes them (without them, a
+    passing run had to be copied into the labelled source to measure the ranking with references: nu24, F8)."""
     from trajdebug.analysis.learned import Model, load_model
     from trajdebug.api import analyze_source
 
@@ -336,7 +340,7 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
     for run_id, sid in marked.items():
         if run_id not in have:
             continue
-        [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model, guided=False).analyses
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model, guided=False, refs=refs).analyses
         ranking = list(a.localization.ranking)
         conf = a.root_causes[0].confidence if a.root_causes else None
         name = next((s.name for s in a.run.steps if s.step_id == sid), None)

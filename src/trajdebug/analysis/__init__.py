@@ -19,7 +19,7 @@ from trajdebug.analysis._detect import (
 )
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
-from trajdebug.analysis._guided_result import person_proof, settled
+from trajdebug.analysis._guided_result import answer_standing, person_proof, proof, settled
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
@@ -62,6 +62,7 @@ __all__ = [
     "Model",
     "analyses_to_dict",
     "analyze",
+    "answer_standing",
     "analyze_errors",
     "cut_short_steps",
     "detect",
@@ -70,6 +71,7 @@ __all__ = [
     "guided_search",
     "settled",
     "person_proof",
+    "proof",
     "features",
     "infer_dependencies",
     "insert_stage",

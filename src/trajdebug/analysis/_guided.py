@@ -409,7 +409,7 @@ class GuidedSearch(GuidedState):
         # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
         misled = () if certain or root is None else tuple(self.ids[p] for p in self.verdicts.misled(self.index[root]))
         path = () if root is None or self.failure is None else failure_path(
-            self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
+            self.analysis, self.ids, self.kids, self.verdict, root, self.failure
         )
         # The path may pass through steps that were never candidates (a turn enclosing the call): named too,
         # or the rendering falls back on their ids.

@@ -12,7 +12,7 @@ over a model's; the more trusted answer overrides.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -139,29 +139,35 @@ def failure_path(
     analysis: Analysis,
     ids: Sequence[str],
     kids: Sequence[Sequence[int]],
-    wrong: Callable[[int], bool],
+    verdict: Callable[[int], bool | None],
     root: str,
     failure: str,
 ) -> tuple[str, ...]:
     """The path from ``root`` to ``failure`` to show: the one the analysis gives the root as a candidate when it
-    ends at that failure (so ``analyze`` and the guided search print the same path), else `dependency_path`.
+    ends at that failure and runs through no step answered correct (so ``analyze`` and the guided search print
+    the same path), else `dependency_path`.  ``verdict``: the answer that stands for a node (None: none).
 
     The search's own edges let a step reach the failing container that encloses it in one hop, which is
-    true but hides the steps the failure actually came through."""
+    true but hides the steps the failure actually came through.  A step answered correct passed on no wrong
+    value: a path through it is not how the root's value reached the failure (nu24 was shown size_face's path
+    through the choose_panel it had just answered right)."""
+    index = {sid: i for i, sid in enumerate(ids)}
     for c in analysis.localization.candidates:
         if c.step_id == root and c.run_id is None:
-            if len(c.path) > 1 and c.path[-1] == failure:
+            cleared = any(s in index and verdict(index[s]) is True for s in c.path[1:])
+            if len(c.path) > 1 and c.path[-1] == failure and not cleared:
                 return c.path
             break
-    return dependency_path(ids, kids, wrong, root, failure)
+    return dependency_path(ids, kids, verdict, root, failure)
 
 
 def dependency_path(
-    ids: Sequence[str], kids: Sequence[Sequence[int]], wrong: Callable[[int], bool], root: str, failure: str
+    ids: Sequence[str], kids: Sequence[Sequence[int]], verdict: Callable[[int], bool | None], root: str, failure: str
 ) -> tuple[str, ...]:
     """The path from ``root`` forward to ``failure`` over the search's nodes (``kids``: the recorded edges
     inside the search and those an audit added), breadth first, through wrong-marked steps where there is a
-    choice; just the root when none leads there."""
+    choice and never through a step answered correct (``verdict`` True: it passed no wrong value on); just
+    the root when none leads there."""
     index = {sid: i for i, sid in enumerate(ids)}
     if root not in index:
         return ()
@@ -170,8 +176,8 @@ def dependency_path(
     while frontier and failure not in prev:
         nxt: list[str] = []
         for sid in frontier:
-            after = [ids[k] for k in kids[index[sid]] if ids[k] not in prev]
-            after.sort(key=lambda c: (not wrong(index[c]), index[c]))
+            after = [ids[k] for k in kids[index[sid]] if ids[k] not in prev and verdict(k) is not True]
+            after.sort(key=lambda c: (verdict(index[c]) is not False, index[c]))
             for c in after:
                 if c not in prev:
                     prev[c] = sid
@@ -318,28 +324,44 @@ def standing(answers: Iterable[Answer]) -> dict[str, Answer]:
     return out
 
 
-def person_proof(analysis: Analysis) -> tuple[Answer, ...]:
-    """The answers that prove the guided search's root when each is a person's, else ().
-
-    A person's "wrong" about the root, and either "its own fault" (the person vouches for its inputs) or a
-    person's "correct" about every step it consumed.  A proof an automatic oracle took part in (a passing
-    run of the same input, an expectation, a judge under ``--guided``) is no verdict: a reference differing
-    only in a timestamp "proves" the step that fetched it (round 50 review), so the ranker's verdict stands.
-    """
+def proof(analysis: Analysis) -> tuple[Answer, ...]:
+    """The answers that prove the guided search's root, whoever gave them, else (): its "wrong", and either
+    "its own fault" (the answer vouches for its inputs) or a "correct" about every step it consumed.  Every
+    sentence that says how many answers prove the root counts these (nu24 read "proven by 6 answer(s)" beside
+    "a person's 1 answer(s)" on one screen: the other four answers cleared other steps)."""
     g = analysis.guided
     if g is None or g.root is None or not g.certain or g.conflict:
         return ()
     said = standing(g.questions)
     mine = said.get(g.root)
-    if mine is None or mine.correct is not False or not _by_person(mine):
+    if mine is None or mine.correct is not False:
         return ()
     if mine.admissible is True:
         return (mine,)
     step = analysis.run.step_map().get(g.root)
-    inputs = [said.get(d.step_id) for d in (step.deps if step is not None else ())]
-    if not all(a is not None and a.correct is True and _by_person(a) for a in inputs):
+    consumed = dict.fromkeys(d.step_id for d in (step.deps if step is not None else ()))
+    inputs = [said.get(sid) for sid in consumed]
+    if not all(a is not None and a.correct is True for a in inputs):
         return ()
     return (mine, *(a for a in inputs if a is not None))
+
+
+def proof_count(analysis: Analysis) -> int:
+    """How many answers prove the root (`proof`); all the answers used when the proof came another way (the
+    inputs an answer implied, an audit)."""
+    g = analysis.guided
+    return len(proof(analysis)) or (len(g.questions) if g is not None else 0)
+
+
+def person_proof(analysis: Analysis) -> tuple[Answer, ...]:
+    """The answers that prove the guided search's root when each is a person's, else ().
+
+    `proof`, when a person gave each of its answers.  A proof an automatic oracle took part in (a passing
+    run of the same input, an expectation, a judge under ``--guided``) is no verdict: a reference differing
+    only in a timestamp "proves" the step that fetched it (round 50 review), so the ranker's verdict stands.
+    """
+    found = proof(analysis)
+    return found if found and all(_by_person(a) for a in found) else ()
 
 
 def _by_person(a: Answer) -> bool:
@@ -349,6 +371,61 @@ def _by_person(a: Answer) -> bool:
 NOT_A_ROOT = "not a structural root"
 """How a ranked step's reason opens when the ranking found an input or a step further up at least as suspect
 (`trajdebug.analysis._localize`): answers that prove the step the root overrule it, and the reason goes."""
+
+
+def _grouping(g: Guided, said: Mapping[str, Answer]) -> Callable[[str], int]:
+    """Where the answers put a step (`settled`): 0 the root they prove, 1 a suspect they leave (every step when
+    they leave none), 2 a step they cleared (not the root, whatever it answered), 3 a step answered correct."""
+    proven = g.root if g.certain else None
+    left = {s for s, _ in g.candidates} | ({g.root} if g.root and not g.conflict else set())
+
+    def group(sid: str) -> int:
+        if sid == proven:
+            return 0
+        a = said.get(sid)
+        if a is not None and a.correct:
+            return 3
+        return 1 if not left or sid in left else 2
+
+    return group
+
+
+def answer_standing(analysis: Analysis) -> dict[str, str]:
+    """Per candidate of the analyzed run a person's answers placed (`settled`): ``proved`` (the root
+    `person_proof` proves), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
+    person's, cleared it) or ``wrong, not the root`` (a person answered it wrong and the answers, all a
+    person's, leave the root elsewhere: it passed on a wrong value).  What the reports tag a candidate by in
+    place of the ranking's "suspect" and confidence, which the answers outdated (nu24 read a proved root
+    "confidence 2%" and a step "suspect" and "cleared by the answers" at once).  A suspect they leave is not
+    named, nor a step an automatic oracle (a passing run of the same input, an expectation, a judge) took part
+    in placing: its proof is no verdict (round 50), so the ranking's tag stands (rev51u H3: a reference
+    differing in a timestamp tagged its step "proved root" and the true root "ruled out")."""
+    g = analysis.guided
+    if g is None or g.failure is None or not g.questions:
+        return {}
+    said = standing(g.questions)
+    group = _grouping(g, said)
+    proved = bool(person_proof(analysis))
+    persons = all(_by_person(a) for a in said.values())
+    out: dict[str, str] = {}
+    for c in analysis.localization.candidates:
+        word = _tag(group(c.step_id), said.get(c.step_id), proved, persons) if c.run_id is None else None
+        if word is not None:
+            out[c.step_id] = word
+    return out
+
+
+def _tag(group: int, answer: Answer | None, proved: bool, persons: bool) -> str | None:
+    """`answer_standing`'s word for a step in ``group`` (`_grouping`) with its standing ``answer``: ``proved``
+    only when a person's answers prove the root, and a clearing only from a person's answer or, inferred,
+    from answers that are all a person's (``persons``)."""
+    if group == 0:
+        return "proved" if proved else None
+    if group == 3:
+        return "ruled out" if answer is not None and _by_person(answer) else None
+    if group == 2 and persons:
+        return "wrong, not the root" if answer is not None and answer.correct is False else "ruled out"
+    return None
 
 
 def settled(analysis: Analysis) -> Analysis:
@@ -364,27 +441,20 @@ def settled(analysis: Analysis) -> Analysis:
     if g is None or g.failure is None or not g.questions:
         return analysis
     said = standing(g.questions)
+    group = _grouping(g, said)
+    count = proof_count(analysis)
     proven = g.root if g.certain else None
-    left = {s for s, _ in g.candidates} | ({g.root} if g.root and not g.conflict else set())
-
-    def group(sid: str) -> int:
-        if sid == proven:
-            return 0
-        a = said.get(sid)
-        if a is not None and a.correct:
-            return 3
-        return 1 if not left or sid in left else 2
 
     def moved(c: Candidate) -> Candidate:
         if c.run_id is not None:
             return c
         a, grp = said.get(c.step_id), group(c.step_id)
         if grp == 0 and a is not None and a.correct is False and a.admissible:
-            note = f"proven by {len(g.questions)} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
+            note = f"proved by {count} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
         elif grp == 0:
             # Who answered, so a proof an automatic oracle gave (a passing run, a judge) reads as its, not a person's.
-            whose = ", ".join(g.answerers())
-            note = f"proven by {len(g.questions)} answer(s) (by {whose}): its output is wrong and every input it consumed is correct"
+            whose = ", ".join(dict.fromkeys(a.by for a in proof(analysis))) or ", ".join(g.answerers())
+            note = f"proved by {count} answer(s) (by {whose}): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
         elif grp == 2 and a is not None:
@@ -455,7 +525,10 @@ __all__ = [
     "Guided",
     "Oracle",
     "failure_step",
+    "answer_standing",
     "person_proof",
+    "proof",
+    "proof_count",
     "post_dominated",
     "priors",
     "settled",

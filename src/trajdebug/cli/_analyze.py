@@ -332,9 +332,10 @@ def _emit_markdown(analyses: list[Any], verifications: list[Any], judgments: lis
 
             part += judgment_markdown(judgments[i], a)
         if a.guided is not None:
+            from trajdebug.analysis import proof
             from trajdebug.report.guided import guided_lines
 
-            part += "\n" + "\n".join(guided_lines(a.guided, markdown=True)) + "\n"
+            part += "\n" + "\n".join(guided_lines(a.guided, markdown=True, proof=proof(a))) + "\n"
         parts.append(part)
     click.echo("\n".join(parts), nl=False)
     for hint in hints:
@@ -358,10 +359,11 @@ def _emit_text(analyses: list[Any], verifications: list[Any], judgments: list[An
 
             print_judgment(judgments[i], con, a)
         if a.guided is not None:
+            from trajdebug.analysis import proof
             from trajdebug.report.guided import guided_lines
 
             con.print()
-            for line in guided_lines(a.guided):
+            for line in guided_lines(a.guided, proof=proof(a)):
                 con.print(line, markup=False, highlight=False)
     for hint in hints:
         con.print()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from trajdebug.cli._common import emit_json, json_option, source_argument, store_path
+from trajdebug.cli._common import emit_json, json_option, refs_option, source_argument, store_path
 from trajdebug.core.escape import visible
 
 
@@ -55,22 +55,27 @@ def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None
     help="The ranking measured, as `trajdebug analyze --model` takes it (`default`: the shipped learned model, "
     "what `analyze` ranks by; a file from `trajdebug fit`; `none`: the hand ranking alone).",
 )
+@refs_option
 @json_option
-def eval_cmd(source: str | None, model: str, as_json: bool) -> None:
+def eval_cmd(source: str | None, model: str, as_json: bool, refs: tuple[str, ...] = ()) -> None:
     """Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with a learned model) calibration.
 
     By default the ranking measured is the one `trajdebug analyze` shows (the shipped learned model), with the
     hand ranking's line beside it to compare; `--model none` measures the hand ranking alone.
 
+    The runs are ranked as `trajdebug analyze` ranks them: compared with the passing runs of the same agent
+    in SOURCE and in each --refs FILE.
+
     \b
     Example:
         trajdebug eval runs.jsonl --json
+        trajdebug eval labelled.jsonl --refs passing.jsonl
     """
     from trajdebug.labels import evaluate
 
     path = store_path(source)
     learned = None if model == "none" else model
-    ev = evaluate(path, learned)
+    ev = evaluate(path, learned, refs)
     if as_json:
         emit_json(ev.to_dict())
         return
@@ -78,7 +83,7 @@ def eval_cmd(source: str | None, model: str, as_json: bool) -> None:
         click.echo(visible(f"{path}: no labelled run (label some with `trajdebug label`)"))
         return
     # A learned model is measured beside the hand ranking: the hand ranking's line first, to compare with.
-    hand = ev if learned is None else evaluate(path, None)
+    hand = ev if learned is None else evaluate(path, None, refs)
     for how, e in [("hand ranking", hand)] + ([] if learned is None else [(f"model {learned}", ev)]):
         click.echo(f"{len(e.results)} labelled runs, {how}: top-1 {_pct(e.top(1))}, top-3 {_pct(e.top(3))}")
     if ev.calibration_error() is not None:

@@ -42,7 +42,8 @@ def lint_cmd(
     outside the run, tool steps without a timeout, and steps that read run.state
     written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything to fix (0 with
     --exit-zero), so a CI job fails on new instrumentation problems; a finding marked info (a dependency a
-    framework's route cannot record: nothing to declare) never fails it.
+    framework's route cannot record: nothing to declare) never fails it.  An imported OTLP span can declare its
+    dependencies (span links): a missing one is a finding to fix.
 
     \b
     Examples:

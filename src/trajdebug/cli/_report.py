@@ -107,6 +107,9 @@ def report_cmd(
         raise click.ClickException(f"{output}: cannot write the report ({exc.strerror or exc})") from None
     size = path.stat().st_size
     if as_json:
+        # The verdict and the ranked candidates as `analyze --json` gives them: a CI job that writes the report
+        # reads what it found from the same command (nu24, F8).
+        found = analysis.to_dict()
         emit_json(
             {
                 "report": str(path),
@@ -114,6 +117,7 @@ def report_cmd(
                 "run_id": run.run_id,
                 "outcome": run.outcome,
                 "steps": len(run.steps),
+                **{k: found[k] for k in REPORT_JSON_KEYS if k in found},
             }
         )
         return
@@ -121,6 +125,11 @@ def report_cmd(
         f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
         f"{len(run.steps)} steps{how}; open it in a browser"
     )
+
+
+REPORT_JSON_KEYS = ("verdict", "ranker_verdict", "ranker_confidence", "order", "root_causes", "references", "same_input")
+"""The members of the analysis's JSON (`Analysis.to_dict`, what ``analyze --json`` prints per run) that
+``report --json`` repeats beside the report's path."""
 
 
 def _analyzed(source: str | None, run: Run, pool: list[Run], options: dict[str, Any], *, quiet: bool) -> Any:

@@ -187,10 +187,11 @@ def input_difference(good: Run, bad: Run) -> InputDifference | None:
     from trajdebug.analysis.reference import given_input, same_request
 
     x, y = given_input(good), given_input(bad)
-    if x is None or y is None or same_request(good, bad):
+    if (x is None and y is None) or same_request(good, bad):
+        # Neither states its input (no task, a first step given nothing): nothing says the inputs differ.
         return None
-    where = x[0] if x[0] != "first" else y[0]
-    what = f"first step {good.steps[0].name}'s input" if where == "first" else where
+    where = next((g[0] for g in (x, y) if g is not None and g[0] != "first"), "first")
+    what = f"first step {(good.steps or bad.steps)[0].name}'s input" if where == "first" else where
     return InputDifference(what, _stated(good, where), _stated(bad, where))
 
 
@@ -211,6 +212,18 @@ class Alignment:
     """The failing run."""
     pairs: tuple[Pair, ...]
     """The aligned positions, in execution order."""
+
+    def counts(self) -> str:
+        """What the alignment holds, counted as the header says it: the steps the two runs share (paired), how
+        many of those differ, and the steps one run has alone (nu24 read "32 aligned steps" for runs of 29 and
+        25 steps: the positions were counted, each step one run has alone as one)."""
+        paired = [p for p in self.pairs if p.good is not None and p.bad is not None]
+        differ = sum(1 for p in paired if p.status != "same")
+        good = sum(1 for p in self.pairs if p.bad is None)
+        bad = sum(1 for p in self.pairs if p.good is None)
+        out = f"{len(paired)} steps paired, {differ} of them differ"
+        alone = [f"{n} only in the {side} run" for n, side in ((good, "passing"), (bad, "failing")) if n]
+        return out + (f"; {', '.join(alone)}" if alone else "")
 
     @property
     def differences(self) -> list[Pair]:

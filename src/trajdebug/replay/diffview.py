@@ -176,7 +176,7 @@ def header(al: Alignment) -> list[Line]:
             ("diff", "bold"),
             (
                 f" good {good.run_id[:12]} ({good.outcome}) vs bad {bad.run_id[:12]} ({bad.outcome}): "
-                f"{len(al.pairs)} aligned steps, {len(al.differences)} differ",
+                f"{al.counts()}",
                 "",
             ),
         )

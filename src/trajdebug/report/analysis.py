@@ -115,6 +115,8 @@ def verdict_note(a: Analysis) -> str | None:
 
 def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     """The analysis as a sequence of typed pieces the three renderers format alike."""
+    from trajdebug.analysis import answer_standing
+
     run = a.run
     steps = {s.step_id: s for s in run.steps}
     earlier = {(r.run_id, s.step_id): s for r in getattr(a, "previous", ()) for s in r.steps}
@@ -140,6 +142,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     if order:
         yield "note", order
     by_share = _by_share(a)
+    answered = answer_standing(a) if getattr(a, "guided", None) is not None else {}
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
@@ -150,7 +153,11 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
             agent += f", earlier turn {run_id[:12]}"
         tag = "structural root" if c.root else "suspect"
         conf = getattr(c, "confidence", None)
-        if conf is not None:
+        ruled = answered.get(c.step_id) if run_id is None else None
+        if ruled is not None:
+            # The answers placed it: the ranking's tag and confidence no longer describe it (the JSON keeps them).
+            tag = "proved root" if ruled == "proved" else ruled
+        elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.
         number = f"share {c.share:.3f}" if by_share else f"score {c.score:.3f}"

@@ -7,13 +7,18 @@ or model content, shown through `trajdebug.core.escape.one_line`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from trajdebug.analysis import Guided
 from trajdebug.core.escape import one_line
+from trajdebug.core.model import Answer
 from trajdebug.report.text import answer_word, short
 
 
-def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
-    """The result as lines of text (Markdown bullets with ``markdown=True``)."""
+def guided_lines(g: Guided, *, markdown: bool = False, proof: Sequence[Answer] = ()) -> list[str]:
+    """The result as lines of text (Markdown bullets with ``markdown=True``); ``proof``: the answers that prove
+    the root (`trajdebug.analysis.proof`), counted and named as the ranked list and the verdict count them
+    (every answer used, without it)."""
     names = dict(g.names)
 
     def name(sid: str) -> str:
@@ -34,8 +39,10 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
         out.append(f"{bullet}the answers about {clash} disagree, and none outweighs the other (take one back to decide)")
     elif g.root is not None and g.certain:
         # Who answered: a proof an automatic oracle gave is no person's (the verdict stays the ranking's).
-        whose = ", ".join(one_line(by) for by in g.answerers())
-        out.append(f"{bullet}root: {name(g.root)}, proved by {len(g.questions)} answer(s) of {whose}")
+        whose = ", ".join(one_line(by) for by in (dict.fromkeys(a.by for a in proof) or g.answerers()))
+        n = len(proof) or len(g.questions)
+        more = f" ({len(g.questions)} answers in all)" if n != len(g.questions) else ""
+        out.append(f"{bullet}root: {name(g.root)}, proved by {n} answer(s) of {whose}{more}")
     if g.root is not None and not g.conflict and not g.certain:
         left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
         out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")

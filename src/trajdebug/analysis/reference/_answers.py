@@ -37,6 +37,7 @@ from trajdebug.analysis.reference._profile import (
     step_key,
 )
 from trajdebug.analysis.reference._reach import epoch_like
+from trajdebug.analysis.reference._select import stated
 from trajdebug.core.chat import input_messages, normalize_llm_step, tool_calls, tool_names
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
@@ -49,9 +50,8 @@ _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
 def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, origin: bool = False) -> Iterator[Evidence]:
     """A request answered otherwise than in every passing run; an answer passing runs got for another request.
 
-    ``origin``: the step encloses others, one of which answered its own request otherwise than in every passing
-    run, and none of which matched the same step's inside in a passing run (`_enclosing`): it, not the step,
-    is the origin."""
+    ``origin``: the step encloses others, one of which answered its own request otherwise than in every
+    passing run, none matching the same step's inside in a passing run (`_enclosing`): it is the origin."""
     asked_key = answer_key(asked_of(step, steps))
     answers = st.answers.get(asked_key)
     # One answer to this request in every passing run that made it, and another one now: a
@@ -64,7 +64,8 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and now not in answers
         and not _minted_only(st, now, answers)
         and not origin
-        and not _reads_unrecorded(step, steps)
+        # An entry step given nothing answers with what its run was asked: another input (rev51u M1).
+        and not _reads_unrecorded(step, steps) and (step.kind != "input" or stated(step.input))
     ):
         weight = _weight(st, now, answers, st.asks.get(asked_key, 1))
         yield Evidence(
@@ -142,8 +143,8 @@ _CHILDREN: list[tuple[Mapping[str, Step], int, dict[str, list[Step]]]] = []
 
 
 def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
-    """Each step's non-container children, built once per steps map (not per call: a scan of every step per
-    call is quadratic in a run's steps)."""
+    """Each step's non-container children, built once per steps map (a scan of every step per call is
+    quadratic in a run's steps)."""
     last = _CHILDREN[-1] if _CHILDREN else None
     if last is not None and last[0] is steps and last[1] == len(steps):
         return last[2]
@@ -387,8 +388,7 @@ def _small(text: str) -> bool:
 
 
 def _top_fields(value: Any) -> dict[str, set[str]]:
-    """`_fields_of` for the fields at the top of an answer: its own, or its records' when it is a list (a field
-    holding a list of values holds each)."""
+    """`_fields_of` at the top of an answer: its own, or its records' in a list (a list field holds each)."""
     if isinstance(value, str) and value.strip()[:1] in "{[":
         try:
             value = json.loads(value)

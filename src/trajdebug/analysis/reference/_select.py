@@ -46,13 +46,24 @@ def references(run: Run, pool: Iterable[Run], limit: int = MAX_REFERENCES) -> tu
     return tuple(found[:limit])
 
 
+def stated(value: Any) -> bool:
+    """Whether ``value`` states an input: None, a blank text, and an empty mapping or list state none (a first
+    step that takes no argument records ``{}`` whatever ticket it then pops from a queue: review rev51u M1)."""
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return bool(value.strip())
+    return not isinstance(value, (dict, list, tuple)) or bool(value)
+
+
 def given_input(run: Run) -> tuple[str, Any] | None:
     """What a run was asked, as ``(where, value)``: its metadata's ``task`` (or ``task_id``, ``input``, ``args``),
-    else its first step's input (``first``); None for a run with neither."""
+    else its first step's input (``first``); None for a run that states neither (`stated`: an empty one is
+    none, so two runs given nothing are never the same input, whatever each was asked)."""
     for key in ("task", "task_id", "input", "args"):
-        if run.metadata.get(key) is not None:
+        if stated(run.metadata.get(key)):
             return (key, run.metadata[key])
-    return ("first", run.steps[0].input) if run.steps else None
+    return ("first", run.steps[0].input) if run.steps and stated(run.steps[0].input) else None
 
 
 def input_key(run: Run) -> tuple[str, str] | None:
@@ -83,4 +94,13 @@ def same_request(a: Run, b: Run) -> bool:
     return x is not None and x == input_key(b)
 
 
-__all__ = ["MAX_REFERENCES", "given_input", "input_key", "is_original", "references", "same_agent", "same_request"]
+__all__ = [
+    "MAX_REFERENCES",
+    "given_input",
+    "input_key",
+    "is_original",
+    "references",
+    "same_agent",
+    "same_request",
+    "stated",
+]
