@@ -262,6 +262,13 @@ class TestValueSuspects:
                              ["4111 1111 1111 1111"], ['say \\"hi\\"'], ["caf\u00e9 au lait"], ["key: token"]])
         assert _value_suspects(tokens, False, _fresh()._gates) == [4, 5, 6, 7, 8]
 
+    def test_every_string_holding_a_card_length_run_of_digits_is_a_suspect(self) -> None:
+        """Among many strings, each one holding 13 or more digits in a row is a suspect, wherever it stands
+        (the runs are counted on from the last one found, not from the start)."""
+        pieces = [["id 1700000000123 sent"] if k % 3 == 0 else ["plain words"] for k in range(300)]
+        tokens, _ = _tokens(pieces)
+        assert _value_suspects(tokens, False, _fresh()._gates) == list(range(1, 301, 3))  # token 0 is the key "k"
+
     def test_a_raw_nul_sends_every_string_to_the_rules(self) -> None:
         """A string holding a raw NUL (no text orjson writes) leaves the strings to be asked one by one."""
         assert _value_suspects([b"a\x00b", b"c"], False, None) is None
@@ -291,6 +298,19 @@ class TestUncleanMemory:
         assert r.clean_lines([_one({"api_key": "x"})]) == [False]
         assert r.clean_lines([_one({"note": "api_key"})]) == [False]
 
+
+    def test_the_strings_remembered_unclean_are_bounded_in_characters(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A secret resent inside ever-different long texts (an API key in a growing conversation) is not kept
+        without bound: the memory of unclean strings is emptied past the memo's character cap."""
+        from trajdebug.core.redaction import _redactor
+
+        monkeypatch.setattr(_redactor, "_MEMO_CHARS", 20_000)
+        r = _fresh()
+        for k in range(200):
+            text = f"turn {k}: " + "the conversation so far " * 20 + "uses sk-proj-Abc123Def456Ghi789Jkl012"
+            assert r.clean_lines([_one({"note": text})]) == [False]
+            assert sum(map(len, r._memo.unclean)) <= 20_000
+        assert r.clean_lines([_one({"note": "uses sk-proj-Abc123Def456Ghi789Jkl012"})]) == [False]
 
     def test_a_value_found_unclean_is_unclean_again_wherever_it_stands(self) -> None:
         """A string holding a secret is found unclean as a value and as a key, run after run."""

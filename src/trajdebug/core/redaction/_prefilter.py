@@ -257,10 +257,11 @@ def _gated(tokens: list[bytes], gates: Gates) -> list[int]:
     found = set(itertools.compress(range(len(tokens)), joined.translate(None, _NOT_ESCAPE_NUL).split(b"\x00")))
     found |= _finds(joined, sizes, gates[0]) | _finds(joined.lower(), sizes, gates[1])
     runs = joined.translate(_RUN_TABLE, b" -")
+    k = start = 0
     i = runs.find(_RUN)
     while i >= 0:
-        k = runs.count(b"\x00", 0, i)
+        k += runs.count(b"\x00", start, i)  # counted from the last find on, not from the start each time
         found.add(k)
-        i = runs.find(b"\x00", i)  # on to the next string
-        i = -1 if i < 0 else runs.find(_RUN, i)
+        start = runs.find(b"\x00", i)  # on to the next string
+        i = -1 if start < 0 else runs.find(_RUN, start)
     return sorted(found)

@@ -39,7 +39,7 @@ from trajdebug.core.redaction._rules import (
 
 _ATOMS = frozenset({int, float, bool})
 _UNCLEAN_MAX = 4096
-"""The memo of strings found unclean is emptied past this many (secrets are few; each is redacted anyway)."""
+"""The memo of strings found unclean is emptied past this many strings (or `_MEMO_CHARS` characters); each is redacted anyway."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -63,7 +63,7 @@ def _gates(rules: tuple[Rule, ...]) -> Gates | None:
 class _Memo:
     """The strings found clean (or not) under one policy, shared by its redactors (see `_memo`)."""
 
-    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "unclean")
+    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "unclean", "unclean_chars")
 
     def __init__(self) -> None:
         self.keys: dict[str, bool] = {}
@@ -73,9 +73,10 @@ class _Memo:
         self.tokens: set[bytes] = set()
         """Strings as encoded found clean as values and as keys (`Redactor.clean_encoded`, `clean_strings`)."""
         self.unclean: set[bytes] = set()
-        """Strings as encoded found unclean wherever they stand (`Redactor._unclean`; a few: emptied past
-        `_UNCLEAN_MAX`)."""
-        self.text_chars = self.token_chars = 0
+        """Strings as encoded found unclean wherever they stand (`Redactor._unclean`; emptied past
+        `_UNCLEAN_MAX` strings or `_MEMO_CHARS` characters: a secret resent in a growing conversation makes each
+        turn's text a new unclean string)."""
+        self.text_chars = self.token_chars = self.unclean_chars = 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -259,9 +260,12 @@ class Redactor:
         # Remembered clean: the strings tested as keys too (a long value here may be a key elsewhere).
         self._remember(new.intersection(as_keys).difference(bad))
         if unclean:
-            if len(memo.unclean) + len(unclean) > _UNCLEAN_MAX:
+            chars = sum(map(len, unclean))
+            if len(memo.unclean) + len(unclean) > _UNCLEAN_MAX or memo.unclean_chars + chars > _MEMO_CHARS:
                 memo.unclean.clear()
+                memo.unclean_chars = 0
             memo.unclean.update(unclean)
+            memo.unclean_chars += chars
         return bad
 
     def _key_suspects(self, strings: list[str]) -> set[str] | None:
