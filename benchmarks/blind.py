@@ -109,7 +109,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_zzw": "held out (written blind on 2026-12-06 in round 52; not yet scored: the next round's first measure, with suite_zzv)",
-    "suite_zzv": "held out (written blind on 2026-12-06 in round 52; not yet scored: the next round's first measure, with suite_zzw)",
+    "suite_zzv": "held out (written blind and frozen on 2026-12-06 at 08:04 UTC; not yet scored: the next round's first measure, with suite_zzw)",
     "suite_zzu": "development (scored once held out on 2026-12-06 at 07:51 UTC on 99516d54; its misses not yet studied)",
     "suite_zzt": "development (scored once held out on 2026-12-06 at 07:50 UTC on 99516d54; its misses not yet studied)",
     "suite_zzs": "development (scored once held out on 2026-12-06 at 05:13 UTC on 24165bf8; its misses not yet studied)",
