@@ -4,8 +4,11 @@ A failure that says ``still degraded after 'rollback'`` names a value; a debugge
 reads an assertion's message to find who set the bad value.  `named_edges` links
 the failing step to the step that produced each value its message quotes, to the
 steps that acted on an identifier it names, to where each value it names was
-born, and to the step that wrote the run's shared-state record of a code it
-names but was not given (a row missing from a report).
+born, to the step that wrote the run's shared-state record of a code it
+names but was not given (a row missing from a report), and, when the failing
+step recorded nothing of what it read (an OpenTelemetry span that raised
+before its attributes were set), to the step that first held each telling value
+its message states.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.inference._edges import _with_deps
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 
 
 NAMED_KEY = "(named by the failure)"
@@ -45,6 +48,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     added: dict[str, list[Dependency]] = {}
     texts = _Texts()
+    task = _task_text(run)
     for f in failures:
         if f.step_id not in pos:
             continue
@@ -60,6 +64,9 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
         new += _births(f.message, before, ancestors, have, confidence * 0.8, texts, fstep)
         new += _state_writers(f.message, fstep, before, have, confidence * 0.8)
+        # (An enclosing step's failure is what its children raised, and what it read its children read.)
+        if fstep.kind not in CONTAINER_KINDS and _recorded_nothing(fstep):
+            new += _unrecorded_reads(f.message, task, before, ancestors, have, confidence * 0.8)
         if new:
             added.setdefault(f.step_id, []).extend(new)
     return _with_deps(run, added)
@@ -138,6 +145,131 @@ def _births(
                     have.add(st.step_id)
                     out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
     return out
+
+
+def _recorded_nothing(st: Step) -> bool:
+    """Whether a step recorded no input at all (None, or an empty text, mapping or list) and no edge: an
+    OpenTelemetry span that raised before its attributes were set, a function the SDK saw called with nothing.
+    A step that recorded any input is read by that input's own edges, not by the words of its message."""
+    v = st.input
+    empty = v is None or (isinstance(v, str) and not v.strip()) or (isinstance(v, (dict, list)) and not v)
+    return empty and not st.deps
+
+
+def _task_text(run: Run) -> str:
+    """The run's own input (its root step's input and its ``task``), lower-case: a value in it is the user's, so
+    a step that only echoes it (restates the city, the date) produced nothing the failure could have read."""
+    root = next((s for s in run.steps if s.parent_id is None), None)
+    task = run.metadata.get("task")
+    return f"{content.text_of(root.input) if root is not None else ''} {content.text_of(task) if task else ''}".lower()
+
+
+def _unrecorded_reads(
+    message: str, task: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """For a failing step that recorded no input and no edge (`_recorded_nothing`), the earliest earlier step
+    whose output holds each telling value its message states (`_leaf_key`): the message is the only record of
+    what the step read, and the value's first holder produced it (a later holder, a cache or a read-back, only
+    relayed it).  Skipped: a value of the run's own input (``task``, `_task_text`), and a text held by earlier
+    steps under more than one field name (a value that recurs as different things tells no one thing)."""
+    low = message.lower()
+    numbers = _numbers(low)
+    words = set(_KEY_WORDS.findall(low))
+    echoed = _numbers(task)
+    first: dict[str, str] = {}
+    fields: dict[str, set[str]] = {}
+    for st in before:
+        if st.step_id in ancestors or st.kind == "agent" or st.output is None:
+            continue
+        for path, v in content.leaves(st.output):
+            key = _leaf_key(v, path, low, numbers, words)
+            if key is None or _echoed(v, key, task, echoed):
+                continue
+            first.setdefault(key, st.step_id)
+            field = _field(path)
+            if isinstance(v, str) and field:
+                fields.setdefault(key, set()).add(field)
+    out: list[Dependency] = []
+    for key, sid in first.items():
+        if len(out) >= _UNRECORDED_LIMIT:
+            break
+        if len(fields.get(key, ())) > 1 or sid in have:
+            continue
+        have.add(sid)
+        out.append(Dependency(sid, "data", "inferred", confidence, NAMED_KEY))
+    return out
+
+
+def _echoed(v: Any, key: str, task: str, echoed: set[str]) -> bool:
+    """Whether a leaf's value is in the run's own input (its text ``task``, its numbers ``echoed``)."""
+    if isinstance(v, str):
+        return _written(key, task)
+    return key.rsplit("=", 1)[-1] in echoed
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers a text writes, each as `_number_key` gives it."""
+    return {n for m in _NUMBER_TEXT.finditer(text) if (n := _number_key(m.group(0))) is not None}
+
+
+def _field(path: str) -> str:
+    """A leaf's field name (the last segment of its dotted path, without a list index), lower-case."""
+    return path.rsplit(".", 1)[-1].split("[", 1)[0].lower()
+
+
+def _written(text: str, where: str) -> bool:
+    """Whether ``text`` is written in ``where`` as words of its own (not inside a longer word or code)."""
+    return text in where and re.search(rf"(?<![\w-]){re.escape(text)}(?![\w-])", where) is not None
+
+
+_UNRECORDED_LIMIT = 8
+"""At most this many steps linked for one failure by `_unrecorded_reads` (a message states a few values)."""
+
+_TELLING_TEXT = re.compile(r"\d|\S\s+\S|[a-z][-_]|[-_][a-z]")
+"""A text value telling enough to link by alone: it has a digit, two or more words, or letters joined by ``-``
+or ``_`` (an id such as ``bay_north``); a lone word (a status, a role, ``none``, ``true``) recurs everywhere."""
+
+
+def _number_key(text: str) -> str | None:
+    """A number's comparable text (``1,264.0`` and ``1264`` alike), None for what is no number."""
+    try:
+        f = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return repr(int(f)) if f.is_integer() else repr(f)
+
+
+def _telling_number(n: str) -> bool:
+    """Whether a number (`_number_key` text) is telling alone: it has a fraction or 4+ significant digits
+    (``14.5``, ``1264``); a round or short integer (60, 250, 404) is a limit, a status or a count anywhere."""
+    if "." in n:
+        return True
+    return len(n.lstrip("-").strip("0")) >= 4
+
+
+def _leaf_key(v: Any, path: str, message: str, numbers: set[str], words: set[str]) -> str | None:
+    """The value an output leaf holds that the (lower-case) message states, as `_unrecorded_reads` claims it: a
+    telling number (`_telling_number`) by its value, any other integer only when the message also names its
+    field (``plan lists 2 crates`` after ``{"crates": 2}``), a telling text (`_TELLING_TEXT`) the message writes
+    as words of its own.  A True, False or None leaf is no number nor text (`_number_key` reads no number in
+    ``True``), so it links nothing: compared by its type, never by the word a message writes for it."""
+    if isinstance(v, (int, float)):
+        n = _number_key(repr(v))
+        if n is None or n not in numbers:
+            return None
+        if _telling_number(n):
+            return n
+        field = _field(path)
+        if not field or not words.intersection(_KEY_WORDS.findall(field.replace("_", " "))):
+            return None
+        return f"{field}={n}"
+    if isinstance(v, str):
+        t = v.strip().lower()
+        if len(t) < 3 or len(t) > 200 or _number_key(t) is not None or not _TELLING_TEXT.search(t):
+            return None
+        if _written(t, message):
+            return t
+    return None
 
 
 _CODE_WORD = re.compile(r"(?<![\w\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w\\])")
