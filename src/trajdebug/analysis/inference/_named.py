@@ -167,17 +167,15 @@ def _task_text(run: Run) -> str:
 def _unrecorded_reads(
     message: str, task: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
 ) -> list[Dependency]:
-    """For a failing step that recorded no input and no edge (`_recorded_nothing`), the earliest earlier step
-    whose output holds each telling value its message states (`_leaf_key`): the message is the only record of
-    what the step read, and the value's first holder produced it (a later holder, a cache or a read-back, only
-    relayed it).  Skipped: a value of the run's own input (``task``, `_task_text`), and a text held by earlier
-    steps under more than one field name (a value that recurs as different things tells no one thing)."""
+    """For a failing step that recorded no input and no edge (`_recorded_nothing`), the one earlier step whose
+    output holds each telling value its message states (`_leaf_key`): the message is the only record of what the
+    step read.  Skipped: a value of the run's own input (``task``, `_task_text`), and a value several earlier steps
+    hold (a relay's copy, a value produced again, an id every step carries: which one was read is not recorded)."""
     low = message.lower()
     numbers = _numbers(low)
     words = set(_KEY_WORDS.findall(low))
     echoed = _numbers(task)
-    first: dict[str, str] = {}
-    fields: dict[str, set[str]] = {}
+    holders: dict[str, set[str]] = {}
     for st in before:
         if st.step_id in ancestors or st.kind == "agent" or st.output is None:
             continue
@@ -185,15 +183,17 @@ def _unrecorded_reads(
             key = _leaf_key(v, path, low, numbers, words)
             if key is None or _echoed(v, key, task, echoed):
                 continue
-            first.setdefault(key, st.step_id)
-            field = _field(path)
-            if isinstance(v, str) and field:
-                fields.setdefault(key, set()).add(field)
+            holders.setdefault(key, set()).add(st.step_id)
     out: list[Dependency] = []
-    for key, sid in first.items():
+    for held in holders.values():
         if len(out) >= _UNRECORDED_LIMIT:
             break
-        if len(fields.get(key, ())) > 1 or sid in have:
+        # Only a value one earlier step holds: held by several, it is a relay's copy, a value produced again, or a
+        # subject every step carries (an id, a status), and the message cannot say which of them it was read from.
+        if len(held) > 1:
+            continue
+        (sid,) = held
+        if sid in have:
             continue
         have.add(sid)
         out.append(Dependency(sid, "data", "inferred", confidence, NAMED_KEY))
