@@ -83,7 +83,9 @@ account of the method after every fault was written: development suites since).
 04:08 UTC on 73c906bb, the round's final analysis: development suites since).  ``suite_zzr`` and
 ``suite_zzs`` (written blind and frozen on 2026-12-06 at 04:22 and 04:19 UTC, scored once held out at 05:12-05:13
 UTC on 24165bf8, the last round's final analysis: development suites since).  ``suite_zzt`` and ``suite_zzu``
-(written blind and frozen on 2026-12-06 at 05:26 and 05:27 UTC: the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+(written blind and frozen on 2026-12-06 at 05:26 and 05:27 UTC, scored once held out at 07:50-07:51 UTC on 99516d54,
+the last round's final analysis: development suites since).  ``suite_zzv`` and ``suite_zzw`` (written blind this
+round) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -106,8 +108,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzu": "held out (written blind and frozen on 2026-12-06 at 05:27 UTC; not yet scored: the next round's first measure, with suite_zzt)",
-    "suite_zzt": "held out (written blind and frozen on 2026-12-06 at 05:26 UTC; not yet scored: the next round's first measure, with suite_zzu)",
+    "suite_zzw": "held out (written blind on 2026-12-06 in round 52; not yet scored: the next round's first measure, with suite_zzv)",
+    "suite_zzv": "held out (written blind on 2026-12-06 in round 52; not yet scored: the next round's first measure, with suite_zzw)",
+    "suite_zzu": "development (scored once held out on 2026-12-06 at 07:51 UTC on 99516d54; its misses not yet studied)",
+    "suite_zzt": "development (scored once held out on 2026-12-06 at 07:50 UTC on 99516d54; its misses not yet studied)",
     "suite_zzs": "development (scored once held out on 2026-12-06 at 05:13 UTC on 24165bf8; its misses not yet studied)",
     "suite_zzr": "development (scored once held out on 2026-12-06 at 05:12 UTC on 24165bf8; its misses not yet studied)",
     "suite_zzq": "development (scored once held out on 2026-12-06 at 04:08 UTC on 73c906bb; its misses not yet studied)",
