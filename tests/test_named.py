@@ -270,3 +270,16 @@ def test_an_enclosing_step_that_failed_with_no_input_links_nothing_by_the_values
     )
     run = Run("r", "desk", outcome="failure", steps=steps)
     assert named_edges(run, [Failure("g", "step-error", message, "x", "step")]).step("g").deps == ()
+
+
+def test_a_value_whose_one_holder_was_given_it_links_no_step() -> None:
+    """A tool that returns its request (``{"request": {"region": "eu-west-9"}}``) holds the region a planner
+    chose and answered in prose (``ok``): the tool relayed what it was given and produced nothing, so a check
+    that states the region links no step (review rev51o3, M1); a tool that holds the region without being given
+    it produced it, and is linked."""
+    message = "region eu-west-9 does not exist"
+    plan = step("p", "choose_region", "llm", 2, {"q": "where to deploy"}, "ok")
+    echo = step("v", "provision", "tool", 4, {"region": "eu-west-9"}, {"request": {"region": "eu-west-9"}, "ok": True})
+    assert _bare(message, plan, echo) == []
+    made = step("v", "provision", "tool", 4, {"size": "small"}, {"request": {"region": "eu-west-9"}, "ok": True})
+    assert _bare(message, plan, made) == ["v"]

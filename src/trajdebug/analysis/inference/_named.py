@@ -26,6 +26,10 @@ from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 
 NAMED_KEY = "(named by the failure)"
 
+UNRECORDED_KEY = "(read as the failure states it)"
+"""The key of an edge `_unrecorded_reads` infers: the failing step recorded nothing it read, and its message is
+the only record that it read this step's value.  Of that step's output it read only what the message states."""
+
 _IDENT = re.compile(r"(?<![\w./:-])(?=[\w./:-]*[_/:.])(?=[\w./:-]*[a-zA-Z])[\w./:-]{8,200}(?<![.:,])")
 """Identifiers in a failure message: a path, a test id, a URL, a file name (8+ characters, with ``_ / : .``)."""
 
@@ -168,24 +172,31 @@ def _unrecorded_reads(
     message: str, task: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
 ) -> list[Dependency]:
     """For a failing step that recorded no input and no edge (`_recorded_nothing`), the one earlier step whose
-    output holds each telling value its message states (`_leaf_key`): the message is the only record of what the
-    step read.  Skipped: a value of the run's own input (``task``, `_task_text`), and a value several earlier steps
-    hold (a relay's copy, a value produced again, an id every step carries: which one was read is not recorded)."""
+    output holds each telling value its message states (`_leaf_key`) and whose own input does not: the message is
+    the only record of what the step read.  Skipped: a value of the run's own input (``task``, `_task_text`), a
+    value several earlier steps hold (a relay's copy, a value produced again, an id every step carries: which one
+    was read is not recorded), and a value whose one holder was given it (`_Given`): it relayed what an earlier
+    step produced, whose output was not captured or states it in prose, and it is no producer to link."""
     low = message.lower()
     numbers = _numbers(low)
     words = set(_KEY_WORDS.findall(low))
     echoed = _numbers(task)
     holders: dict[str, set[str]] = {}
+    relayed: set[tuple[str, str]] = set()  # (value, step): the step's own input holds the value its output does
     for st in before:
         if st.step_id in ancestors or st.kind == "agent" or st.output is None:
             continue
+        given = _Given(st.input)
         for path, v in content.leaves(st.output):
             key = _leaf_key(v, path, low, numbers, words)
             if key is None or _echoed(v, key, task, echoed):
                 continue
             holders.setdefault(key, set()).add(st.step_id)
+            # A tool that returns its request (``{"request": {...}}``), a model restating its prompt.
+            if given.holds(v, key):
+                relayed.add((key, st.step_id))
     out: list[Dependency] = []
-    for held in holders.values():
+    for key, held in holders.items():
         if len(out) >= _UNRECORDED_LIMIT:
             break
         # Only a value one earlier step holds: held by several, it is a relay's copy, a value produced again, or a
@@ -193,18 +204,38 @@ def _unrecorded_reads(
         if len(held) > 1:
             continue
         (sid,) = held
-        if sid in have:
+        if sid in have or (key, sid) in relayed:
             continue
         have.add(sid)
-        out.append(Dependency(sid, "data", "inferred", confidence, NAMED_KEY))
+        out.append(Dependency(sid, "data", "inferred", confidence, UNRECORDED_KEY))
     return out
 
 
-def _echoed(v: Any, key: str, task: str, echoed: set[str]) -> bool:
-    """Whether a leaf's value is in the run's own input (its text ``task``, its numbers ``echoed``)."""
+class _Given:
+    """A step's recorded input as `_echoed` reads it (lower-case text and its numbers), read once it is asked."""
+
+    __slots__ = ("_input", "_read")
+
+    def __init__(self, value: Any) -> None:
+        self._input = value
+        self._read: tuple[str, set[str]] | None = None
+
+    def holds(self, v: Any, key: str) -> bool:
+        """Whether the input holds a leaf ``v`` (claimed as ``key`` by `_leaf_key`) as the output does."""
+        if self._input is None:
+            return False
+        if self._read is None:
+            text = content.text_of(self._input).lower()
+            self._read = (text, _numbers(text))
+        return _echoed(v, key, *self._read)
+
+
+def _echoed(v: Any, key: str, text: str, numbers: set[str]) -> bool:
+    """Whether a leaf's value (claimed as ``key`` by `_leaf_key`) is written in a lower-case ``text`` whose numbers
+    are ``numbers``: the run's own input, or a step's own input."""
     if isinstance(v, str):
-        return _written(key, task)
-    return key.rsplit("=", 1)[-1] in echoed
+        return _written(key, text)
+    return key.rsplit("=", 1)[-1] in numbers
 
 
 def _numbers(text: str) -> set[str]:
@@ -388,4 +419,4 @@ class _Texts(dict[int, str]):
         return named in forms
 
 
-__all__ = ["NAMED_KEY", "message_codes", "named_edges"]
+__all__ = ["NAMED_KEY", "UNRECORDED_KEY", "message_codes", "named_edges"]
