@@ -497,3 +497,60 @@ def test_a_group_of_findings_is_a_warning_when_any_asks_for_a_fix_and_info_and_w
     assert FindingGroup("missing-dependency", "est", warn.fix, (info, warn)).severity == "warning"
     assert FindingGroup("missing-dependency", "est", warn.fix, (info,)).to_dict()["severity"] == "info"
     assert sorted(g.severity for g in group_findings([info, warn])) == ["info", "warning"]
+
+
+@trajdebug.step(kind="parse")
+def parse_invoice_line(line: str) -> dict:
+    name, qty = line.rsplit(";", 1)
+    return {"description": name.strip(), "quantity": int(qty), "unit": "pcs"}
+
+
+@trajdebug.step(kind="llm")
+def classify_goods(description: str) -> str:
+    return "9030.31" if "probe" in description else "8544.42"
+
+
+def test_a_step_handed_a_short_field_of_an_earlier_output_is_a_missing_dependency(tmp_path: Path) -> None:
+    """A step given a field of an earlier step's output too short for the recorder to track by identity (a
+    19-character description) has a missing dependency: content inference finds the edge above the stated
+    threshold (nu25 A: ``show --infer`` showed it at 0.69, lint found nothing at its 0.8)."""
+    from trajdebug.lint import INFERRED_CONFIDENCE
+
+    with trajdebug.run("customs", store=tmp_path / "r.db") as run:
+        for line in ("Oscilloscope probes; 12", "Copper test leads; 40", "Bench power supply; 3"):
+            classify_goods(parse_invoice_line(line)["description"])
+    found = [f for f in lint([run.load()]) if f.code == "missing-dependency"]
+    assert INFERRED_CONFIDENCE <= 0.7
+    assert len(found) == 3 and {f.step_name for f in found} == {"classify_goods"}
+    assert all("parse_invoice_line" in f.message and f.severity == "warning" for f in found)
+
+
+def test_an_imported_span_handed_a_tool_spans_whole_result_without_a_span_link_is_a_finding_to_fix() -> None:
+    """A span recorded with the OpenTelemetry SDK, imported from OTLP, whose input holds another span's whole
+    result record and that declares no span link, is a missing dependency to fix with a span link (nu25 B:
+    ``reconcile`` given ``statement_balance``'s record; lint found nothing, as only the analysis saw that edge)."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from tests.test_formats_otlp import encode_hex
+
+    from trajdebug.sources.formats.otlp import runs_from_otlp
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tr = provider.get_tracer("arrears")
+    statement = {"tenant_id": "T-5521", "balance": 845.0, "currency": "EUR"}
+    with tr.start_as_current_span("arrears-letter", attributes={"openinference.span.kind": "AGENT"}):
+        with tr.start_as_current_span("statement_balance", attributes={"openinference.span.kind": "TOOL"}) as t:
+            t.set_attribute("input.value", json.dumps({"tenant": "T-5521"}))
+            t.set_attribute("output.value", json.dumps(statement))
+        with tr.start_as_current_span("reconcile", attributes={"openinference.span.kind": "CHAIN"}) as r:
+            r.set_attribute("input.value", json.dumps({"letter_arrears": 1420.0, "statement": statement}))
+            r.set_attribute("output.value", json.dumps({"ok": False}))
+    provider.shutdown()
+    [run] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
+    [found] = [f for f in lint([run]) if f.code == "missing-dependency"]
+    assert found.step_name == "reconcile" and "statement_balance" in found.message
+    assert found.severity == "warning" and "span link" in found.fix

@@ -42,8 +42,12 @@ CODES: dict[str, str] = {
 }
 """Every finding code and what it means."""
 
-INFERRED_CONFIDENCE = 0.8
-"""An inferred data edge at least this confident counts as content saying data flowed."""
+INFERRED_CONFIDENCE = 0.65
+"""An inferred data edge at least this confident counts as content saying data flowed: the edges the analysis
+hangs its paths on (`trajdebug.analysis.content_edges`: what ``show --infer`` lists, with a step handed another's
+whole output record, thinned to the nearest producer).  At 0.8,
+a short value a step was handed whole went unreported: nu25's ``classify_hs`` given a parsed line's
+19-character description (0.69; the recorder tracks strings of 24 characters or more by identity)."""
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -239,7 +243,7 @@ def _missing_dependencies(
 ) -> Iterable[Finding]:
     """Steps with no recorded dependency whose input holds upstream output (inferred at ``floor`` or more);
     ``only``: just the steps of these names."""
-    from trajdebug.analysis import infer_dependencies
+    from trajdebug.analysis import content_edges
 
     steps = run.step_map()
     candidates = [
@@ -250,7 +254,9 @@ def _missing_dependencies(
     ]
     if not candidates:
         return
-    inferred = infer_dependencies(run).step_map()
+    # The analysis's own edges: besides what content inference matches, a step handed another's whole output
+    # record (an OTLP span given a tool's result: nu25's reconcile) and thinned to the nearest producer.
+    inferred = content_edges(run).step_map()
     for s in candidates:
         got = inferred.get(s.step_id)
         if got is None:

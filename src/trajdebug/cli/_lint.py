@@ -42,8 +42,15 @@ def lint_cmd(
     outside the run, tool steps without a timeout, and steps that read run.state
     written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything to fix (0 with
     --exit-zero), so a CI job fails on new instrumentation problems; a finding marked info (a dependency a
-    framework's route cannot record: nothing to declare) never fails it.  An imported OTLP span can declare its
-    dependencies (span links): a missing one is a finding to fix.
+    framework's route cannot record: nothing to declare) never fails it.
+
+    "Content says data flowed" (missing-dependency): a step that is not an
+    input or agent step, recorded no dependency at all, and was given
+    something, to which the analysis infers a data edge of confidence 0.65
+    or more (`show --infer` lists content inference's edges; the analysis
+    adds a whole output record handed on, and keeps the nearest producer).
+    An imported OTLP span can declare its dependencies (span links): a span
+    with none whose input content came from another span is a finding to fix.
 
     \b
     Examples:
