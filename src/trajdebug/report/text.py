@@ -220,14 +220,26 @@ def _render_head(run: Run, console: Any, prices: Any) -> None:
     head.append("  ")
     head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")
     n_steps, n_errors = len(run.steps), len(run.errors)
-    head.append(
-        f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
-        f"{fmt_duration(run.duration_ns)}"
-    )
+    units = [
+        Text(
+            f"{n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
+            f"{fmt_duration(run.duration_ns)}"
+        )
+    ]
     total = run_usage(run, prices)
     if total.calls:
-        head.append(f"  {usage_text(total)}", style="cyan")
-    console.print(head)
+        units.append(Text(usage_text(total), style="cyan"))
+    # Each unit whole: a unit that does not fit goes on a line of its own, indented, rather than the terminal
+    # breaking it at a space (nu25 read "69.9ms  9" then "LLM calls 1,343 tok": the count cut from its noun).
+    lines = [head]
+    for unit in units:
+        if len(lines[-1].plain) + 2 + len(unit.plain) > console.width:
+            lines.append(Text("  "))
+        else:
+            lines[-1].append("  ")
+        lines[-1].append_text(unit)
+    for line in lines:
+        console.print(line)
     if run.failure_reason:
         console.print(f"  reason: {escape(run.failure_reason)}", style="red")
     fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
