@@ -144,6 +144,13 @@ def usage_text(u: Any) -> str:
     return " ".join(parts)
 
 
+NESTED_RUN = "a nested Runner.run (an agent run as a tool): the Agents SDK names every run's task span after the workflow"
+"""How `show` marks an Agents SDK task span nested in another step (an agent run as a tool, ``Agent.as_tool``):
+the SDK opens a task span per ``Runner.run`` named after the trace's workflow, so the sub-agent's run appears
+under its tool step with the parent workflow's name, which read as a recursive run (nu25 F12).  The name is the
+SDK's and is kept (a step's name is its replay key and what its runs are matched by); the mark says what it is."""
+
+
 CUT_SHORT = "cut short by the run's failure"
 """How `show` marks a step that ended empty, with no error of its own, after the error that failed the run
 (a parallel tool call or task cancelled as the failure unwound: `cut_short`)."""
@@ -261,6 +268,8 @@ def _step_line(s: Step, depth: int, cut: frozenset[str], u: Any) -> Any:
     line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
     if u is not None:
         line.append(f"  {usage_text(u)}", style="cyan")
+    if s.parent_id is not None and s.attributes.get("agents.span_type") == "task":
+        line.append(f"  ({NESTED_RUN})", style="dim")
     if s.status == "error" and s.attributes.get("interrupted"):
         line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
     elif s.status == "error":
