@@ -513,7 +513,8 @@ def classify_goods(description: str) -> str:
 def test_a_step_handed_a_short_field_of_an_earlier_output_is_a_missing_dependency(tmp_path: Path) -> None:
     """A step given a field of an earlier step's output too short for the recorder to track by identity (a
     19-character description) has a missing dependency: content inference finds the edge above the stated
-    threshold (nu25 A: ``show --infer`` showed it at 0.69, lint found nothing at its 0.8)."""
+    threshold (nu25 A: ``show --infer`` showed it at 0.69, lint found nothing at its 0.8), and the fix is to
+    declare it, since passing the field on records nothing."""
     from trajdebug.lint import INFERRED_CONFIDENCE
 
     with trajdebug.run("customs", store=tmp_path / "r.db") as run:
@@ -523,6 +524,8 @@ def test_a_step_handed_a_short_field_of_an_earlier_output_is_a_missing_dependenc
     assert INFERRED_CONFIDENCE <= 0.7
     assert len(found) == 3 and {f.step_name for f in found} == {"classify_goods"}
     assert all("parse_invoice_line" in f.message and f.severity == "warning" for f in found)
+    # Passing the parsed line's field on as it is would record nothing: the advice is to declare the edge.
+    assert all("under 24 characters" in f.fix and "deps=[...]" in f.fix for f in found)
 
 
 def test_an_imported_span_handed_a_tool_spans_whole_result_without_a_span_link_is_a_finding_to_fix() -> None:

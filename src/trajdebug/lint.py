@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajdebug.core.lifecycle.machine import TERMINAL
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.record.registry import MIN_TRACKED_STR
 
 
 CODES: dict[str, str] = {
@@ -278,6 +279,13 @@ def _missing_dependencies(
             )
             if route is not None:  # a framework's or an importer's step: deps= does not apply to it
                 fix = _route_fix(route)
+            elif _untracked(s, edges):
+                # Passing it on as it is records nothing either: the recorder tracks no such value by identity.
+                fix = (
+                    f"what it was given ({', '.join(sorted({str(d.key) for d in edges}))}) is a number or a string "
+                    f"under {MIN_TRACKED_STR} characters, which the recorder does not track by identity: declare "
+                    f"the dependency (deps=[...] or s.uses(...) in {s.name})"
+                )
             elif relays:
                 # Passing the returned object would not help: a step that returns its own argument
                 # makes nothing new, so identity tracking credits the object to the step that made it.
@@ -295,6 +303,17 @@ def _missing_dependencies(
             )
             # A span link records an OTLP edge; a framework's or another importer's step can declare none.
             yield found if route in (None, "otlp") else replace(found, actionable=False)
+
+
+def _untracked(step: Step, edges: Sequence[Dependency]) -> bool:
+    """Whether every input value the inferred edges name (their ``key``) is one the recorder does not track by
+    identity (a number, a string shorter than `MIN_TRACKED_STR`): passing the producer's object on would not
+    record the edge (nu25: a 19-character description)."""
+    given = step.input if isinstance(step.input, dict) else {}
+    values = [given[k] for k in (str(d.key).split(".", 1)[0] for d in edges if d.key) if k in given]
+    return bool(values) and all(
+        isinstance(v, (int, float)) or (isinstance(v, str) and len(v) < MIN_TRACKED_STR) for v in values
+    )
 
 
 ROUTE_EDGES = {
