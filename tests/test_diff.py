@@ -911,6 +911,33 @@ def test_a_nested_step_asked_otherwise_inside_a_step_given_the_same_request_poin
     assert "first divergence: book_stay#" in out and "outside the recorded steps" not in " ".join(out.split())
 
 
+def test_an_enclosing_step_with_an_inner_step_whose_own_answer_differs_is_not_an_origin(tmp_path: Path) -> None:
+    """An enclosing step given the same request is no origin when, besides an inner call asked something else
+    (an audit event carrying a fresh request id), an inner step given the same request answered otherwise:
+    that inner step is the origin (rev52w M2: the rule looked at the first differing inner step only)."""
+    import uuid
+
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    runs = []
+    for answer in ("3 nights", "4 nights"):
+        with trajdebug.run("desk", path=str(path), task="book R-12") as run:
+            with trajdebug.step("book_stay", kind="agent", input={"from": "05-02", "to": "05-05"}) as agent:
+                with trajdebug.step("audit", kind="tool", input={"event": "start", "request_id": str(uuid.uuid4())}) as a:
+                    a.output = {"ok": True}
+                with trajdebug.step("llm", kind="llm", input={"prompt": "how many nights 05-02..05-05?"}) as m:
+                    m.output = {"text": answer}
+                with trajdebug.step("reserve", kind="tool", input={"nights": answer}) as t:
+                    t.output = {"held": answer}
+                agent.output = {"booked": answer}
+            if answer != "3 nights":
+                run.fail("booked 4 nights for a 3-night stay")
+        runs.append(run.load())
+    al = align(*runs)
+    assert [p.name for p in al.origins] == ["llm"]
+
+
 def test_a_first_divergence_asked_otherwise_by_an_enclosing_step_asked_otherwise_names_that_step() -> None:
     """A nested step whose request differs under an enclosing step whose own request differs too (code between
     the top-level steps changed it) is said to take its request from that step, not from outside the steps."""

@@ -458,3 +458,23 @@ def test_a_reader_leaves_the_log_files_of_a_store_another_connection_holds_open(
         assert store.with_name("runs.db-wal").exists()
         writer.save_run(Run("r-3", "customs", outcome="success"))
         assert len(writer.list_runs()) == 3
+
+
+def test_a_store_renamed_or_removed_while_read_leaves_no_empty_store_in_its_place(tmp_path: Path) -> None:
+    """A store renamed (log rotation) or removed while a reader had it open leaves no store file at its old path
+    when the reader closes: no empty file that every command would then refuse to read (rev52w M3)."""
+    for gone in ("renamed", "removed"):
+        (tmp_path / gone).mkdir()
+        store = tmp_path / gone / "runs.db"
+        _two_runs(store)
+        trajdebug.flush()
+        reader = Store(store, readonly=True)
+        assert len(reader.list_runs()) == 2
+        if gone == "renamed":
+            store.rename(tmp_path / gone / "archive.db")
+        else:
+            store.unlink()
+        reader.close()
+        assert not store.exists(), gone
+    with Store(tmp_path / "renamed" / "archive.db", readonly=True) as moved:
+        assert len(moved.list_runs()) == 2

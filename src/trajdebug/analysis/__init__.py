@@ -32,7 +32,6 @@ from trajdebug.analysis._guided_result import (
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
-from trajdebug.analysis._stages import content_edges
 from trajdebug.analysis._state import AnalysisState, Options, Stage
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.features import features
@@ -76,7 +75,6 @@ __all__ = [
     "SINGLED_OUT",
     "answer_standing",
     "analyze_errors",
-    "content_edges",
     "cut_short_steps",
     "detect",
     "family",

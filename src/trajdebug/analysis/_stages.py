@@ -52,20 +52,14 @@ def infer_edges(state: AnalysisState) -> AnalysisState:
     run = state.recorded
     if not (state.options.infer and (len(run.steps) > 1 or state.previous)):
         return replace(state, annotated=run)
-    thinned = content_edges(run, state.previous)
-    return replace(state, annotated=thinned, inferred=thinned is not run)
-
-
-def content_edges(run: Run, previous: Sequence[Run] = ()) -> Run:
-    """The run with the dependencies the analysis infers from content, thinned: the edges its paths hang on
-    (`trajdebug lint` reads the same ones, so what it calls a missing dependency is what the analysis infers)."""
     from trajdebug.analysis.inference import infer_dependencies
 
-    annotated = answer_edges(structural_edges(infer_dependencies(run, previous=previous)))
+    annotated = answer_edges(structural_edges(infer_dependencies(run, previous=state.previous)))
     # Entry edges after the thinning: each step given a growing map holds all its entries, but none
     # passes the map on in its output, so a path through them is no relay of an entry.
     # Item edges too: a loop's calls each took one item of the list, and none of them hands the list on.
-    return item_edges(entry_edges(thin_inferred(annotated)))
+    thinned = item_edges(entry_edges(thin_inferred(annotated)))
+    return replace(state, annotated=thinned, inferred=thinned is not run)
 
 
 def detect_failures(state: AnalysisState) -> AnalysisState:

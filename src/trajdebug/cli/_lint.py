@@ -46,11 +46,14 @@ def lint_cmd(
 
     "Content says data flowed" (missing-dependency): a step that is not an
     input or agent step, recorded no dependency at all, and was given
-    something, to which the analysis infers a data edge of confidence 0.65
-    or more (`show --infer` lists content inference's edges; the analysis
-    adds a whole output record handed on, and keeps the nearest producer).
-    An imported OTLP span can declare its dependencies (span links): a span
-    with none whose input content came from another span is a finding to fix.
+    something, to which content inference finds a data edge from an earlier
+    step of the same run at confidence 0.8 or more (the edges `show --infer`
+    marks inferred; every producer it finds counts, not only the nearest).
+    Nothing below 0.8 is reported (a short field handed on infers at about
+    0.7), nor an edge only the analysis adds (a whole record handed on).  Once
+    found for a step, the same step in the other runs checked is reported at
+    any confidence.  An imported OTLP span can declare its dependencies (span
+    links): a span with none, found so, is a finding to fix.
 
     \b
     Examples:

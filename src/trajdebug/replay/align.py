@@ -330,8 +330,8 @@ def align(good: Run, bad: Run) -> Alignment:
 
 def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
     """The pairs, with an enclosing step given the same request whose output differs taken as an origin when
-    its own code made the difference: every step inside it matched, or the first inside it to differ was asked
-    something else (a nested step's request comes from the step enclosing it, so one that differs inside a
+    its own code made the difference: every step inside it matched, or every one inside it that differs was
+    asked something else (a nested step's request comes from the step enclosing it, so one that differs inside a
     step whose own request is the same was built by that step: a LangGraph node's routing function reads the
     node's update).  One inside it whose output differs for the same request, or a step one run has alone,
     leaves it enclosing: the difference may have started there."""
@@ -353,7 +353,10 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
         p = pairs[i]
         inside = _inside(kids, [(side, step.step_id) for side, step in enumerate((p.good, p.bad)) if step])
         differing = sorted({where[c] for c in inside if c in where and pairs[where[c]].status != "same"})
-        if inside and (not differing or pairs[differing[0]].status == "input"):
+        # Every one that differs, not the first only: an inner call whose request carries a fresh id or a time
+        # always differs as "input", and one after it whose output differs for the same request is an origin of
+        # its own (rev52w M2: an audit event before the model call that answered otherwise).
+        if inside and all(pairs[d].status == "input" for d in differing):
             pairs[i] = replace(p, enclosing=False)
     return pairs
 

@@ -127,11 +127,14 @@ def tidy_log_files(path: Path) -> None:
     every store a command only read stayed with two extra files (nu25).  A connection that may write removes
     them when it closes as the store's last connection (SQLite checks that under its own lock: another process
     reading or writing the store keeps them), so one is opened, told to make no change, and closed.  Nothing
-    happens on a store that cannot be written (a read-only mount: SQLite could not have created them there)."""
+    happens on a store that cannot be written (a read-only mount: SQLite could not have created them there), nor
+    on one no longer at ``path``."""
     if not any(f.exists() for f in log_files(path)):
         return
     try:
-        conn = sqlite3.connect(path, timeout=0.1, isolation_level=None)
+        # mode=rw never creates the store: one renamed or removed while it was read (log rotation, `mv`) leaves
+        # no empty file in its place, which every command would then refuse to read (rev52w M3).
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", timeout=0.1, isolation_level=None, uri=True)
     except sqlite3.Error:
         return
     try:
