@@ -334,7 +334,7 @@ def _field_checks(
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from formula_checks(sid, view, f, fs, numbers)
-    yield from _category_checks(step, f, fs, atoms, view)
+    yield from _category_checks(step, f, fs, atoms, view, (passing, key, run))
 
 
 def _number_findings(
@@ -402,11 +402,16 @@ def _unsigned(view: StepView, a: Any) -> bool:
     return x is not None and x > 0 and any(i.kind == "number" and i.number == -x for i in view.inputs)
 
 
+_Exit = tuple[Profile | None, StepKey | None, Mapping[str, Step] | None]
+"""For a step's calls in its run (`violations`' ``passing``, ``within``, ``steps``): what `_exits_as_usual` reads."""
+
+
 def _category_checks(
-    step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView
+    step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView, exits: _Exit = (None, None, None)
 ) -> Iterator[Evidence]:
     """A text value never seen in passing runs, where they always had one of a few; marked `GIVEN` when the
-    step was given that value (a parse copying a model's answer): it came in with its input."""
+    step was given that value (a parse copying a model's answer): it came in with its input.  Among a step's
+    calls in its run, not a loop's usual exit (`_exits_as_usual`)."""
     sid = step.step_id
     cats = [a for a in atoms if a.kind == "text"]
     text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
@@ -425,7 +430,7 @@ def _category_checks(
             # the next day, not a new category.  One stamp shared by every passing run still says something.
             days = [a.raw for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
             new = [a for a in new if not any(d in a.raw for d in days)]
-        if new:
+        if new and not _exits_as_usual(step, new[0].raw, f, *exits):
             usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
             # A value unseen in n observations may still have a share up to 3/n (the rule
             # of three, Hanley & Lippman-Hand 1983): few observations say little about a
@@ -441,6 +446,27 @@ def _category_checks(
                 values=tuple(str(p) for p in parts[:1]) if copied else (),
                 given=copied,
             )
+
+
+def _exits_as_usual(
+    step: Step, value: str, f: str, passing: Profile | None, key: StepKey | None, run: Mapping[str, Step] | None
+) -> bool:
+    """Whether a value new among a step's other calls in its run is how its loop ends (nu25 F4): the passing
+    runs' calls of the step had it too, or it is the step's last call in the run and names the step that ran
+    next (a routing function sending the run out of the loop: every loop ends once)."""
+    had = passing.steps.get(key) if passing is not None and key is not None else None
+    fs = had.fields.get(f) if had is not None else None
+    if fs is not None and any(raw == value for raw in fs.raws.values()):
+        return True
+    if run is None:
+        return False
+    after = list(run.values())
+    at = next((i for i, s in enumerate(after) if s.step_id == step.step_id), None)
+    if at is None:
+        return False
+    later = after[at + 1 :]
+    again = any(s.name == step.name and s.kind == step.kind and s.agent == step.agent for s in later)
+    return not again and any(s.name == value for s in later if s.parent_id != step.step_id)
 
 
 def _wrapped(atom: Any, view: StepView, usual: Sequence[str]) -> str | None:
