@@ -359,9 +359,14 @@ def _called(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
             yield from _called(v, depth + 1)
 
 
+_MONTH = re.compile(r"\d{4}[-/](?:0[1-9]|1[0-2])")
+"""A month written as a year and its number (``2026-05``): a period a loop steps through as it does days."""
+
+
 def _when(v: Any) -> bool:
-    """Whether a value is a date or a time of day."""
-    return isinstance(v, str) and is_date(v.strip().lower())
+    """Whether a value is a date, a time of day or a month: a call asking for the next month after reading the
+    last one's result sets it anew, as the next day (nu25 F1)."""
+    return isinstance(v, str) and (is_date(v.strip().lower()) or _MONTH.fullmatch(v.strip()) is not None)
 
 
 def _asked_before(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, str]]:
