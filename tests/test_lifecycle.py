@@ -658,6 +658,40 @@ class TestInfluence:
         assert len(chain.error_ids) == 2
         assert "polluted-state" in {h.rule for h in chain.reasons}
 
+    def test_an_error_a_later_attempt_recovered_pollutes_no_state_the_answer_was_written_to(self) -> None:
+        """A lookup that raised once, then answered on its second attempt, left nothing of its error behind: the
+        state a later step wrote from the answer holds the operation's own answer (nu25 F7), no polluted-state;
+        a step that caught the error and handed on a default, written to state, still pollutes it."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=3, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def tariff() -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ConnectionError("tariff service 503")
+            return {"duty_rate": 0.05}
+
+        @trajdebug.step(kind="state")
+        def remember(v: dict[str, Any], state: Any) -> None:
+            state["duty"] = v
+
+        run = record(lambda h: remember(tariff(), h.state))
+        (err,) = analyze_errors(run).errors
+        assert err.stage == "recovered" and not err.touched_state
+        assert all("polluted-state" not in {r.rule for r in c.reasons} for c in analyze_errors(run).chains)
+
+        @trajdebug.step(kind="tool")
+        def fallback() -> dict[str, Any]:
+            with trajdebug.step("tariff_call") as t:
+                t.error("tariff service 503")
+                t.output = {"duty_rate": 0.0}
+            return {"duty_rate": 0.0}
+
+        caught = record(lambda h: remember(fallback(), h.state))
+        (err,) = analyze_errors(caught).errors
+        assert err.touched_state
+
 
 class TestReport:
     def test_critical_chains_come_first(self) -> None:
