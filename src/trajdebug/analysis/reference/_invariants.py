@@ -451,22 +451,19 @@ def _category_checks(
 def _exits_as_usual(
     step: Step, value: str, f: str, passing: Profile | None, key: StepKey | None, run: Mapping[str, Step] | None
 ) -> bool:
-    """Whether a value new among a step's other calls in its run is how its loop ends (nu25 F4): the passing
-    runs' calls of the step had it too, or it is the step's last call in the run and names the step that ran
-    next (a routing function sending the run out of the loop: every loop ends once)."""
-    had = passing.steps.get(key) if passing is not None and key is not None else None
-    fs = had.fields.get(f) if had is not None else None
-    if fs is not None and any(raw == value for raw in fs.raws.values()):
-        return True
-    if run is None:
-        return False
-    after = list(run.values())
+    """Whether a value new among a step's other calls in its run is how its loop ends (nu25 F4): the step's last
+    call in the run, whose value the passing runs' calls of the step had too, or names the step that ran next (a
+    routing function sending the run out of the loop: every loop ends once)."""
+    after = list(run.values()) if run is not None else []
     at = next((i for i, s in enumerate(after) if s.step_id == step.step_id), None)
     if at is None:
         return False
     later = after[at + 1 :]
-    again = any(s.name == step.name and s.kind == step.kind and s.agent == step.agent for s in later)
-    return not again and any(s.name == value for s in later if s.parent_id != step.step_id)
+    if any(s.name == step.name and s.kind == step.kind and s.agent == step.agent for s in later):
+        return False
+    had = passing.steps.get(key) if passing is not None and key is not None else None
+    fs = had.fields.get(f) if had is not None else None
+    return (fs is not None and value in fs.raws.values()) or any(s.name == value for s in later if s.parent_id != step.step_id)
 
 
 def _wrapped(atom: Any, view: StepView, usual: Sequence[str]) -> str | None:
