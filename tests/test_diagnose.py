@@ -814,6 +814,20 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("late_fees", "2026-06"), "g"), "llm-output")
         assert "2026-06" in e.reason
 
+    def test_a_tool_called_again_for_a_month_a_year_back_is_still_a_finding(self) -> None:
+        """A model that read 2026-05 and asks the same tool for 2025-06, a stale year rather than the next month,
+        is not stepping through months (review rev52u M1): the month it states against its input is a finding."""
+        first = {"name": "month_charges", "arguments": {"lease_id": "L-88", "month": "2026-05"}}
+        charges = Step("t", "month_charges", "tool", input={"lease_id": "L-88", "month": "2026-05"},
+                       output={"lease_id": "L-88", "month": "2026-05", "rent": 1150.0})
+        inp = {"messages": [{"role": "user", "content": "Draft the arrears letter for lease L-88"},
+                            {"role": "assistant", "tool_calls": [first]},
+                            {"role": "tool", "content": json.dumps(charges.output)}]}
+        out = {"role": "assistant", "tool_calls": [{"name": "month_charges", "arguments": {"lease_id": "L-88", "month": "2025-06"}}]}
+        run = _run(charges, Step("g", "generation", "llm", input=inp, output=out, deps=(Dependency("t", "data"),)))
+        [e] = _from(_verdict(run, "g"), "llm-output")
+        assert "2025-06" in e.reason
+
     def test_a_field_set_only_by_its_own_earlier_message_is_no_contradiction(self) -> None:
         """A model that checked the kayaks and now checks the paddles for the same hire sets ``item`` anew: its
         earlier call in the conversation was its own decision, not a fact it was given (the tool's answer came

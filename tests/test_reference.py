@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -2583,3 +2584,115 @@ def test_a_formula_finding_among_a_steps_own_calls_speaks_of_them_not_of_passing
     reasons = [r for c in analyze(bad, top=10).root_causes for r in c.reasons if "quantity=1 " in r]
     assert any("values of its other calls in this run were a copy of a number in line" in r for r in reasons)
     assert not any("passing values" in r for r in reasons)
+
+
+# --- a loop's exit, narrowed (review rev52u M2) ----------------------------------------------------------------------
+
+_TICKETS = {
+    "B-1": ["reset", "invoice", "reset", "address", "invoice", "reset", "address", "invoice"],
+    "B-2": ["invoice", "address", "reset", "reset", "invoice", "address", "reset", "address"],
+    "B-3": ["address", "reset", "invoice", "invoice", "address", "reset", "invoice", "reset"],
+}
+_PARCELS = {
+    "P-1": [2.0, 3.5, 1.0, 2.5, 4.0, 1.5, 3.0, 26.0],
+    "P-2": [1.0, 27.0, 2.0, 3.0, 1.5, 2.5, 3.5, 4.0],
+    "P-3": [3.0, 2.0, 28.0, 1.0, 4.5, 2.0, 1.5, 3.5],
+}
+_BUG = {"on": False}
+
+
+@trajdebug.step(kind="condition")
+def _triage(ticket: dict[str, Any], remaining: int) -> str:
+    return "_escalate" if _BUG["on"] and remaining == 0 else "_auto_reply"
+
+
+@trajdebug.step(kind="tool")
+def _auto_reply(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "cost": 0.1}
+
+
+@trajdebug.step(kind="tool")
+def _escalate(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "cost": 6.0}
+
+
+@trajdebug.step(kind="tool")
+def _note(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "noted": True}
+
+
+def _tickets(path: Path, batch: str, bug: bool, note: bool = False) -> None:
+    """A per-ticket router whose value names the handler that runs next (``note``: a note step runs between);
+    ``bug``: its last call sends the last ticket to an agent."""
+    _BUG["on"] = bug
+    with contextlib.suppress(ValueError), trajdebug.run("triage", path=path, task=f"triage {batch}") as run:
+        tickets = [{"id": f"T-{i}", "topic": t} for i, t in enumerate(_TICKETS[batch])]
+        costs = []
+        for i, t in enumerate(tickets):
+            handler = {"_auto_reply": _auto_reply, "_escalate": _escalate}[_triage(t, len(tickets) - 1 - i)]
+            if note:
+                _note(t)
+            costs.append(handler(t)["cost"])
+        if sum(costs) > 1.0:
+            run.fail(f"triage {batch} cost {sum(costs):.1f}: a self-service ticket went to an agent")
+    _BUG["on"] = False
+
+
+def _triage_reasons(bad: Run, refs: Sequence[Run] = ()) -> list[str]:
+    names = {s.step_id: s.name for s in bad.steps}
+    last = [s.step_id for s in bad.steps if s.name == "_triage"][-1]
+    a = analyze(bad, references=list(refs), top=30)
+    return [r for c in a.root_causes if c.step_id == last and names[c.step_id] == "_triage" for r in c.reasons]
+
+
+def test_a_routers_last_call_naming_the_next_step_is_still_new_to_the_passing_runs(tmp_path: Path) -> None:
+    """A loop's exit is excused among the router's own calls only: a value the passing runs never had (no ticket
+    ever went to an agent) stays a finding against them, whatever step it names."""
+    _tickets(tmp_path / "bad.jsonl", "B-1", bug=True)
+    for b in ("B-2", "B-3"):
+        _tickets(tmp_path / "ok.jsonl", b, bug=False)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    reasons = _triage_reasons(bad, load_runs(tmp_path / "ok.jsonl"))
+    assert any("=_escalate, never seen in passing runs" in r for r in reasons)
+
+
+def test_a_routers_last_call_naming_a_step_that_ran_later_not_next_is_still_new_among_its_calls(tmp_path: Path) -> None:
+    """A router's last call whose value names a step that ran later but not next (a note step ran between) is
+    no exit of its loop: the value never seen in its other calls is still found."""
+    _tickets(tmp_path / "bad.jsonl", "B-1", bug=True, note=True)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    assert any("=_escalate, never seen in its other calls" in r for r in _triage_reasons(bad))
+
+
+@trajdebug.step(kind="other")
+def _classify(weight: float) -> str:
+    return "freight" if weight > (25.0 if _BUG["on"] else 26.5) else "parcel"
+
+
+@trajdebug.step(kind="output")
+def _ship(classes: list[str]) -> float:
+    return float(sum(40.0 if c == "freight" else 5.0 for c in classes))
+
+
+def _parcels(path: Path, batch: str, bug: bool) -> None:
+    """Per-parcel classes, ``bug``: the freight threshold read 1.5 kg low, so the last parcel (26 kg) is freight."""
+    _BUG["on"] = bug
+    with contextlib.suppress(ValueError), trajdebug.run("ship", path=path, task=f"ship {batch}") as run:
+        total = _ship([_classify(w) for w in _PARCELS[batch]])
+        if bug:
+            run.fail(f"shipping {total:.0f} for {batch}, above the quoted 40")
+    _BUG["on"] = False
+
+
+def test_a_last_calls_value_the_passing_runs_had_is_still_new_among_its_calls(tmp_path: Path) -> None:
+    """A per-item category the passing runs had (freight) is a possible value, not an exit: a classifier's last
+    call answering it, where its other calls never did, keeps its finding among them."""
+    for b in ("P-2", "P-3"):
+        _parcels(tmp_path / "ok.jsonl", b, bug=False)
+    _parcels(tmp_path / "bad.jsonl", "P-1", bug=True)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    names = {s.step_id: s.name for s in bad.steps}
+    last = [s.step_id for s in bad.steps if s.name == "_classify"][-1]
+    a = analyze(bad, references=load_runs(tmp_path / "ok.jsonl"), top=30)
+    reasons = [r for c in a.root_causes if c.step_id == last and names[last] == "_classify" for r in c.reasons]
+    assert any("=freight, never seen in its other calls" in r for r in reasons)

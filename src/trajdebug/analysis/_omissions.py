@@ -18,7 +18,6 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._sources import Slice, _shape, passed_instead
-from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom
 
@@ -192,28 +191,3 @@ def _encloses(sl: Slice, outer: str, sid: str) -> bool:
 
 
 __all__ = ["by_reference", "choice_share", "given_again", "lost_here", "misfiled", "replaced", "swapped"]
-
-
-# -- conversations (what `_value_sources` compares a model's turns by) ------------------
-
-
-def _history(msgs: list[Any] | None) -> list[Any] | None:
-    """A conversation without its instructions: a hand-off gives the next agent its own system prompt
-    and the same history (the OpenAI Agents SDK, a supervisor graph), so the history is what carries on."""
-    if msgs is None:
-        return None
-    return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
-
-
-def _messages(step: Step) -> list[Any] | None:
-    """The messages a model call was given (a conversation so far), None for any other step."""
-    if step.kind != "llm":
-        return None
-    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else step.input
-    return msgs if isinstance(msgs, list) else None
-
-
-def _handed_messages(step: Step) -> list[Any] | None:
-    """The conversation a step other than a model call was handed under ``messages`` (a graph's state)."""
-    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else None
-    return msgs if isinstance(msgs, list) else None

@@ -20,7 +20,8 @@ has the slice they read and the findings they return) trace them:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._contradictions import (
@@ -35,16 +36,7 @@ from trajdebug.analysis._contradictions import (
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items, left_out_names
-from trajdebug.analysis._omissions import (
-    _handed_messages,
-    _history,
-    _messages,
-    choice_share,
-    lost_here,
-    misfiled,
-    replaced,
-    swapped,
-)
+from trajdebug.analysis._omissions import choice_share, lost_here, misfiled, replaced, swapped
 from trajdebug.analysis._picked import limit_ignored, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
@@ -74,16 +66,9 @@ from trajdebug.analysis._spoken import (
     unnamed_records,
 )
 from trajdebug.analysis._stated import checked_values, stated_limits
+from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import (
-    PROTOCOL_FIELDS,
-    StepView,
-    counted_items,
-    counted_text,
-    items_totalled,
-    message_atoms,
-    text_writer,
-)
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
@@ -303,13 +288,6 @@ def _trace(
     if o.step_id is None or depth > 2:
         return out
     label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
-    counted = counted_text(sl.g.steps[o.step_id].input, o.atom)
-    if counted is not None:
-        # A count of a text's words or characters: computed from the text, whose writer is where to look (nu25 F8).
-        out += _thin(o.step_id, weight * 0.4, f"counted {label}, which {what}, in the text it was given")
-        w = text_writer(sl.run.steps[: next(i for i, s in enumerate(sl.run.steps) if s.step_id == o.step_id)], counted)
-        name = sl.g.steps[o.step_id].name
-        return out + (_thin(w, weight * 0.85, f"wrote the text {name} counted {label} in, which {what}") if w else [])
     items = items_totalled(sl.lin.view(o.step_id).outputs, o.atom) if not o.derived_from else []
     if items:
         # A total a step wrote beside the items it adds up (a day's log and its total):
@@ -424,6 +402,30 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
         ):
             return later.step_id
     return None
+
+
+
+
+def _history(msgs: list[Any] | None) -> list[Any] | None:
+    """A conversation without its instructions: a hand-off gives the next agent its own system prompt
+    and the same history (the OpenAI Agents SDK, a supervisor graph), so the history is what carries on."""
+    if msgs is None:
+        return None
+    return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
+
+
+def _messages(step: Step) -> list[Any] | None:
+    """The messages a model call was given (a conversation so far), None for any other step."""
+    if step.kind != "llm":
+        return None
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else step.input
+    return msgs if isinstance(msgs, list) else None
+
+
+def _handed_messages(step: Step) -> list[Any] | None:
+    """The conversation a step other than a model call was handed under ``messages`` (a graph's state)."""
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else None
+    return msgs if isinstance(msgs, list) else None
 
 
 def _dropped(

@@ -29,10 +29,8 @@ from trajdebug.analysis.lineage._totals import (
     count_edges,
     counted_collection,
     counted_items,
-    counted_text,
     items_totalled,
     one_item_short,
-    text_writer,
     total_edges,
 )
 from trajdebug.analysis.lineage._trace import (
@@ -99,9 +97,7 @@ __all__ = [
     "counted_loops",
     "counted_collection",
     "counted_items",
-    "counted_text",
     "items_totalled",
-    "text_writer",
     "COUNT_KEY",
     "trivial",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
-from trajdebug.core.values import Atom, atoms, iter_text
+from trajdebug.core.values import Atom, atoms
 
 
 TOTAL_KEY = "total:"
@@ -384,39 +384,6 @@ def counted_items(value: Any, number: Atom) -> list[Atom]:
     return counted_collection(value, number)[0]
 
 
-_MIN_COUNTED_WORDS = 20
-"""The fewest words a text needs for a number equal to its count of words (or characters) to be read as that
-count: a short text's count is matched by many a number."""
-
-
-def counted_text(value: Any, number: Atom) -> str | None:
-    """The text in a value (JSON written as a string read too) of which a whole number is the count of words or
-    of characters: a word counter's 544 is computed from the text it was given, not introduced (nu25 F8)."""
-    n = number.number
-    if number.kind != "number" or n is None or n != int(n) or n < _MIN_COUNTED_WORDS:
-        return None
-    for text in iter_text(value):
-        if text.lstrip()[:1] in "{[":
-            try:
-                found = counted_text(json.loads(text), number)
-            except (ValueError, RecursionError):
-                found = None
-            if found is not None:
-                return found
-        if len(text.split()) >= _MIN_COUNTED_WORDS and n in (len(text.split()), len(text)):
-            return text
-    return None
-
-
-def text_writer(steps: Sequence[Step], text: str) -> str | None:
-    """The first step of ``steps`` (a run's, in run order) whose output holds ``text`` (within a longer text
-    too), containers aside: where a text a step counted came from."""
-    for s in steps:
-        if s.kind not in CONTAINER_KINDS and any(text in t for t in iter_text(s.output)):
-            return s.step_id
-    return None
-
-
 def items_totalled(outputs: Sequence[Atom], total: Atom) -> list[Atom]:
     """The numbers of one field a step's output lists (``outputs``) whose sum is another number of it."""
     if total.kind != "number" or total.number is None:
@@ -433,17 +400,7 @@ def items_totalled(outputs: Sequence[Atom], total: Atom) -> list[Atom]:
     return []
 
 
-__all__ = [
-    "COUNT_KEY",
-    "TOTAL_KEY",
-    "count_edges",
-    "counted_collection",
-    "counted_items",
-    "counted_text",
-    "items_totalled",
-    "text_writer",
-    "total_edges",
-]
+__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "counted_collection", "counted_items", "items_totalled", "total_edges"]
 
 
 def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:

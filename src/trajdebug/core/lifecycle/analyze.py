@@ -184,16 +184,10 @@ def _reach(graph: DependencyGraph, seeds: dict[str, int], kinds: frozenset[str] 
     return reach
 
 
-def _effects(work: Sequence[_Err], clean: Mapping[str, Step] | None = None) -> dict[str, int]:
-    """Each error's effect steps as bits per step.  With ``clean`` (the run's steps by id): without a later
-    attempt that succeeded, whose answer is the operation's own, no value the error left behind; a state
-    written downstream of it holds nothing of the error's (nu25 F7: a retried 503 said to pollute state)."""
+def _effects(work: Sequence[_Err]) -> dict[str, int]:
     seeds: dict[str, int] = {}
     for w in work:
         for sid in {*w.path, *w.ended}:
-            t = clean.get(sid) if clean is not None and sid not in w.path else None
-            if t is not None and t.retry_of is not None and t.status == "ok":
-                continue
             seeds[sid] = seeds.get(sid, 0) | (1 << w.index)
     return seeds
 
@@ -345,7 +339,7 @@ def _influence(run: Run, work: Sequence[_Err], graph: DependencyGraph, steps: di
     touched_bits = 0
     if writers:
         # Exact even when a blast radius is cut: one bitset pass over the graph.
-        down = _reach(graph, _effects(work, clean=steps), None)
+        down = _reach(graph, _effects(work), None)
         for s in writers:
             touched_bits |= down.get(s.step_id, 0)
     for w in work:
