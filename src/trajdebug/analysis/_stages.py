@@ -25,11 +25,14 @@ from trajdebug.analysis.inference import (
     entry_edges,
     env_edges,
     item_edges,
+    kept_edges,
     mutation_edges,
     named_edges,
     retry_edges,
+    returned_edges,
     structural_edges,
     thin_inferred,
+    unread_empty_edges,
     with_context,
     world_readers,
 )
@@ -270,9 +273,19 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     # on the world a later step read back (`trajdebug.analysis.inference._control`).
     for sid, deps in control_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
+    # A check's yes/no on an item let it into a later list; a span that recorded no output returned what its
+    # steps made (`trajdebug.analysis.inference._control`).
+    for sid, deps in kept_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
     # A call made again after it failed was decided by what decided the attempt (issue 23, round 42).
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
     for sid, deps in retry_edges(run, every).items():
+        edges.setdefault(sid, []).extend(deps)
+    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+    for sid, deps in unread_empty_edges(run, every).items():
+        edges.setdefault(sid, []).extend(deps)
+    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+    for sid, deps in returned_edges(run, every).items():
         edges.setdefault(sid, []).extend(deps)
     consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
     linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}
