@@ -35,6 +35,7 @@ from trajdebug.analysis.inference import (
     unread_empty_edges,
     with_context,
     world_readers,
+    yes_no_edges,
 )
 from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
@@ -273,9 +274,11 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     # on the world a later step read back (`trajdebug.analysis.inference._control`).
     for sid, deps in control_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
-    # A check's yes/no on an item let it into a later list; a span that recorded no output returned what its
-    # steps made (`trajdebug.analysis.inference._control`).
+    # A check's yes/no on an item let it into a later list, a parsed yes/no went on under its field's name; a
+    # span that recorded no output returned what its steps made (`trajdebug.analysis.inference._handoffs`).
     for sid, deps in kept_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    for sid, deps in yes_no_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     # A call made again after it failed was decided by what decided the attempt (issue 23, round 42).
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}

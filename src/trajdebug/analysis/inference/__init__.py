@@ -13,21 +13,15 @@ from trajdebug.analysis.inference._control import (
     CARRIED_KEY,
     CHANGED_KEY,
     CHOSE_KEY,
-    EMPTY_KEY,
-    KEPT_KEY,
     RETRIED_KEY,
-    RETURNED_KEY,
     WROTE_KEY,
     carried_edges,
     carried_keys,
     carried_map,
     control_edges,
     env_edges,
-    kept_edges,
     mutation_edges,
     retry_edges,
-    returned_edges,
-    unread_empty_edges,
     world_readers,
 )
 from trajdebug.analysis.inference._edges import (
@@ -39,11 +33,22 @@ from trajdebug.analysis.inference._edges import (
     thin_inferred,
     with_context,
 )
+from trajdebug.analysis.inference._handoffs import (
+    ANSWERED_KEY,
+    EMPTY_KEY,
+    KEPT_KEY,
+    RETURNED_KEY,
+    kept_edges,
+    returned_edges,
+    unread_empty_edges,
+    yes_no_edges,
+)
 from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
 from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
 
 
 __all__ = [
+    "ANSWERED_KEY",
     "CARRIED_KEY",
     "CHANGED_KEY",
     "CHOSE_KEY",
@@ -76,4 +81,5 @@ __all__ = [
     "thin_inferred",
     "with_context",
     "world_readers",
+    "yes_no_edges",
 ]

@@ -13,12 +13,6 @@ it was given came from.  Two dependencies carry no value at all:
   a dispatch, a release, a booking).  A later step given the same resource's
   id (a station, an order) may read the world that write changed, through a
   server the recording does not show: an ``env`` edge links it to the write.
-* `kept_edges`: a check's yes/no verdict on an item decided whether the item
-  went on into the list a later step was given.
-* `unread_empty_edges`: an empty result no step read, handed on as an argument.
-* `returned_edges`: an enclosing step that recorded no output (a span around a
-  sub-agent's calls) returned what its steps made; a later step that read it
-  depends on the enclosing step, whose input decided it.
 
 Names are compared as sets of words (``emergency_release`` names
 ``release_emergency``; ``reviewEquipment`` names ``review_equipment``), never
@@ -36,7 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.inference._named import message_codes
-from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
+from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
 
@@ -385,197 +379,6 @@ def carried_edges(run: Run, carried: Mapping[str, Mapping[str, Step]] | None = N
     return out
 
 
-KEPT_KEY = "kept:"
-"""Prefix of the ``key`` of a gate edge (`kept_edges`); the kept item follows."""
-RETURNED_KEY = "returned:"
-"""Prefix of the ``key`` of an edge to an enclosing step that recorded no output (`returned_edges`); the key of
-the edge to its step follows."""
-_MAX_VERDICT_FIELDS = 8
-"""A record of more fields than this is a lookup's answer, not a verdict on one item."""
-_MAX_GATES = 4
-"""Verdicts kept per item (the latest): a loop that checks the same item again supersedes the older ones."""
-_MAX_KEPT = 32
-"""Gate edges per step at most: a step handed a long list depends on every check of it, as one decision each."""
-
-
-def _item(value: Any) -> str | None:
-    """A text scalar as an item's key (case-folded, 3 to 120 characters); None for anything else."""
-    if not isinstance(value, str):
-        return None
-    t = value.strip().casefold()
-    return t if 3 <= len(t) <= 120 else None
-
-
-def _leaf_items(value: Any, depth: int = 0) -> set[str]:
-    """The text leaves of a value as item keys (`_item`), two levels deep."""
-    if is_mapping(value) and depth < 2:
-        return set().union(*(_leaf_items(v, depth + 1) for v in value.values()))
-    if isinstance(value, list) and depth < 2:
-        return set().union(*(_leaf_items(v, depth + 1) for v in value[:64]))
-    t = _item(value)
-    return {t} if t is not None else set()
-
-
-def _verdict_items(step: Step) -> set[str]:
-    """The items a step answered yes or no about: its output is a small record with a yes/no field, and its other
-    text fields echo what it was given (``{"title": "Nimrod", "fits": true}`` for ``{"title": "Nimrod"}``)."""
-    out = step.output
-    if step.kind in ("agent", "llm") or not is_mapping(out) or not 2 <= len(out) <= _MAX_VERDICT_FIELDS:
-        return set()
-    if not any(isinstance(v, bool) for v in out.values()):
-        return set()
-    given = _leaf_items(step.input)
-    return {t for v in out.values() if (t := _item(v)) is not None and t in given}
-
-
-def _listed(value: Any, depth: int = 0) -> set[str]:
-    """The text items of the lists a step's input holds (the items, or the text fields of record items), three
-    levels deep.  A top-level list is the call's positional arguments, not a collection: its own text items are
-    arguments, each checked by name elsewhere, not the items a loop kept."""
-    if depth > 3:
-        return set()
-    if is_mapping(value):
-        return set().union(*(_listed(v, depth + 1) for v in value.values()))
-    if not isinstance(value, list):
-        return set()
-    found: set[str] = set()
-    for v in value[:200]:
-        if isinstance(v, list) or (depth == 0 and is_mapping(v)):
-            found |= _listed(v, depth + 1)
-        elif depth > 0 and is_mapping(v):
-            found.update(t for x in v.values() if (t := _item(x)) is not None)
-        elif depth > 0 and (t := _item(v)) is not None:
-            found.add(t)
-    return found
-
-
-def kept_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Dependency]]:
-    """Inferred ``control`` edges from the checks whose yes/no verdict on an item let it into a later step's list.
-
-    A loop that checks each candidate (``{"title": t, "fits": true}``) and keeps those that pass hands the
-    kept ones on as a list: no value of the verdict reaches that list (the item is the candidate's own, which
-    content inference credits to where it began), yet a wrong verdict is what let a bad item through.  A step
-    given a list that holds an item some earlier check answered about (its output echoes the item beside a
-    yes/no) depends on that check, as on a choice (control dependence; `control_edges`).
-    """
-    gates: dict[str, list[Step]] = {}
-    pending: list[tuple[int, Step, set[str]]] = []
-    out: dict[str, list[Dependency]] = {}
-    for s in run.steps:
-        keep = []
-        for end, done, items in pending:
-            if end <= s.start_ns or not s.start_ns or not end:
-                for t in items:
-                    gates[t] = [*gates.get(t, [])[1 - _MAX_GATES :], done]
-            else:
-                keep.append((end, done, items))
-        pending = keep
-        if gates and s.input is not None:
-            deps: dict[str, Dependency] = {}
-            for t in sorted(_listed(s.input) & gates.keys()):
-                for g in gates[t]:
-                    if len(deps) < _MAX_KEPT and g.step_id != s.step_id:
-                        deps.setdefault(g.step_id, Dependency(g.step_id, "control", "inferred", confidence, KEPT_KEY + t))
-            if deps:
-                out[s.step_id] = list(deps.values())
-        items = _verdict_items(s) if s.status == "ok" else set()
-        if items:
-            pending.append((s.end_ns or 0, s, items))
-    return out
-
-
-def returned_edges(run: Run, every: Mapping[str, Sequence[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
-    """Edges to an enclosing step that recorded no output from the later steps that read what its steps made.
-
-    A sub-agent traced as a span around its calls (OpenTelemetry's ``start_as_current_span`` with no
-    ``output.value`` set) returns what its steps produced, but the recording says so nowhere: a later step is
-    linked to the step inside that produced the value, and never to the sub-agent, whose input (the entity it
-    was run for, its task) decided all of it.  A step outside it that started after it ended and depends on
-    one of its descendants by a value edge depends on it too (``factor``: one level of nesting less sure, as in
-    `trajdebug.analysis.lineage.Lineage.handed_down_edges`).  ``every``: each step's edges so far, by step id.
-    """
-    by_id = {s.step_id: s for s in run.steps}
-    silent = {s.step_id for s in run.steps if s.output is None and s.end_ns}
-    if not silent:
-        return {}
-    # The silent enclosing steps around each step (nearest first).
-    around: dict[str, list[str]] = {}
-    for s in run.steps:
-        up, seen = s.parent_id, {s.step_id}
-        while up is not None and up in by_id and up not in seen:
-            seen.add(up)
-            if up in silent:
-                around.setdefault(s.step_id, []).append(up)
-            up = by_id[up].parent_id
-    out: dict[str, list[Dependency]] = {}
-    for s in run.steps:
-        have = {d.step_id for d in every.get(s.step_id, ())}
-        mine = set(around.get(s.step_id, ()))
-        added: dict[str, Dependency] = {}
-        for d in every.get(s.step_id, ()):
-            if d.kind not in ("data", "state") or d.run_id is not None:
-                continue
-            for p in around.get(d.step_id, ()):
-                enc = by_id[p]
-                if p in have or p in added or p in mine or not (enc.end_ns and enc.end_ns <= s.start_ns):
-                    continue
-                key = RETURNED_KEY + (d.key or "")
-                added[p] = Dependency(p, d.kind, "inferred", round(d.confidence * factor, 3), key)
-        if added:
-            out[s.step_id] = list(added.values())
-    return out
-
-
-EMPTY_KEY = "empty:"
-"""Prefix of the ``key`` of an edge from the step whose empty result a later step was handed (`unread_empty_edges`);
-the argument (its field, or its position) follows."""
-
-
-def _empty_args(value: Any) -> list[tuple[str, str]]:
-    """(argument, canonical form) of each empty list or object among a step's arguments: the top-level fields
-    of a mapping input, the positional arguments of a list input."""
-    if is_mapping(value):
-        args: Iterable[tuple[str, Any]] = ((str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        args = ((f"[{i}]", v) for i, v in enumerate(value[:32]))
-    else:
-        return []
-    return [(a, "[]" if isinstance(v, list) else "{}") for a, v in args if isinstance(v, (list, dict)) and not v]
-
-
-def unread_empty_edges(run: Run, every: Mapping[str, Sequence[Dependency]], confidence: float = 0.4) -> dict[str, list[Dependency]]:
-    """Edges from the latest earlier step that returned an empty list or object whole, which no step read, to a
-    step handed that empty value as an argument under the same enclosing step.
-
-    A filter that found nothing (``flag_pads`` returning ``[]``) hands its result on, often several steps
-    later, into a call that assembles the outcome; an empty value holds no content to match, and a call's
-    arguments recorded by position (``input.value`` a JSON array of the arguments) have no name to match by
-    (`trajdebug.analysis.lineage.Lineage.empty_edges` links fields of the same name, or the result of the step
-    right before).  A result nobody read is rare: the empty argument is the likeliest reader.  Never for a model
-    call (an empty list in a request is an API parameter).  ``every``: each step's edges so far, by step id.
-    """
-    read = {d.step_id for ds in every.values() for d in ds}
-    # Per enclosing step, per empty form: the latest step that returned it whole, unread so far.
-    latest: dict[tuple[str | None, str], Step] = {}
-    out: dict[str, list[Dependency]] = {}
-    for s in run.steps:
-        if s.kind != "llm":
-            deps: dict[str, Dependency] = {}
-            for arg, form in _empty_args(s.input):
-                p = latest.get((s.parent_id, form))
-                if p is not None and p.step_id not in deps and p.end_ns and p.end_ns <= s.start_ns:
-                    deps[p.step_id] = Dependency(p.step_id, "data", "inferred", confidence, EMPTY_KEY + arg)
-            if deps:
-                out[s.step_id] = list(deps.values())
-                for sid in deps:
-                    read.add(sid)
-                    latest = {k: v for k, v in latest.items() if v.step_id != sid}
-        empty = isinstance(s.output, (list, dict)) and not s.output
-        if empty and s.kind not in CONTAINER_KINDS and s.kind != "llm" and s.step_id not in read:
-            latest[(s.parent_id, "[]" if isinstance(s.output, list) else "{}")] = s
-    return out
-
-
 RETRIED_KEY = "retried:"
 """The prefix of an edge a retry took over from the attempt before it (the edge's own key follows)."""
 
@@ -610,19 +413,13 @@ def retry_edges(run: Run, every: Mapping[str, Sequence[Dependency]]) -> dict[str
 __all__ = [
     "CARRIED_KEY",
     "CHOSE_KEY",
-    "EMPTY_KEY",
-    "KEPT_KEY",
     "RETRIED_KEY",
-    "RETURNED_KEY",
     "WROTE_KEY",
     "carried_edges",
     "carried_keys",
     "carried_map",
     "control_edges",
-    "unread_empty_edges",
     "env_edges",
-    "kept_edges",
     "retry_edges",
-    "returned_edges",
     "world_readers",
 ]

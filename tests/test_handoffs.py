@@ -1,0 +1,262 @@
+"""Hand-offs no content shows (trajdebug.analysis.inference._handoffs), on traces the OpenTelemetry SDK writes:
+a check's yes/no that kept an item in a later list, a sub-agent span that set no output, an empty result handed on
+by position."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from tests.builders import step
+
+from trajdebug.core.model import Run, Step
+
+
+_s = step
+
+
+def _run(*steps: Step) -> Run:
+    return Run("r", "t", outcome="failure", steps=steps)
+
+
+def _slice(run: Run) -> set[str]:
+    """The failures' backward slice over the edges the analysis used (the steps a search can reach)."""
+    from trajdebug.analysis import analyze
+    from trajdebug.core.graph import DependencyGraph
+
+    a = analyze(run, top=50)
+    return DependencyGraph(a.run).backward_slice([f.step_id for f in a.failures])
+
+
+
+def _otel_run(program: Callable[[Any], None]) -> Run:
+    """The run `trajdebug import --from otlp` reads from the spans ``program`` writes with the OpenTelemetry SDK
+    (OpenInference attributes, the OTLP exporter's own JSON encoding); a ``ValueError`` it raises ends the run."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from trajdebug.sources.formats.otlp import runs_from_otlp
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with contextlib.suppress(ValueError):
+        program(provider.get_tracer("agent-under-test"))
+    provider.shutdown()
+    [run] = runs_from_otlp([MessageToDict(encode_spans(exporter.get_finished_spans()))]).runs
+    return run
+
+
+@contextlib.contextmanager
+def _span(tracer: Any, name: str, kind: str, given: Any = None, out: Any = None) -> Iterator[Any]:
+    """An OpenInference span with its input and (when ``out`` is not None) output as JSON."""
+    attrs = {"openinference.span.kind": kind}
+    if given is not None:
+        attrs |= {"input.value": json.dumps(given), "input.mime_type": "application/json"}
+    with tracer.start_as_current_span(name, attributes=attrs) as sp:
+        yield sp
+        if out is not None:
+            sp.set_attribute("output.value", json.dumps(out))
+            sp.set_attribute("output.mime_type", "application/json")
+
+
+def _ids(run: Run, name: str) -> list[str]:
+    return [s.step_id for s in run.steps if s.name == name]
+
+
+CATALOGUE = {"Nimrod Variations": (48, 79, True), "Lament for Bells": (48, 84, False), "Summer Fantasy": (48, 87, False)}
+
+
+def _recital(tracer: Any, *, kept_filter: bool = True) -> None:
+    """A carillon programme: a model picks candidates from the repertoire, each is checked against the bell range
+    and recent recitals, the ones that pass are ordered, and the validator finds a piece played recently (the
+    history check cleared it).  Each title is held by five outputs (search, model, parser, both checks): too many
+    for a shared value to say which one the ordering step read."""
+    with _span(tracer, "recital-agent", "AGENT", {"recital": "CR-721"}):
+        with _span(tracer, "repertoire_search", "RETRIEVER", {"occasion": "remembrance"},
+                   [{"title": t, "lowest": lo, "highest": hi} for t, (lo, hi, _) in CATALOGUE.items()]):
+            pass
+        picked = json.dumps(list(CATALOGUE))
+        with _span(tracer, "select_pieces", "LLM", {"messages": [{"role": "user", "content": "Pick in order."}]},
+                   {"role": "assistant", "content": picked}):
+            pass
+        with _span(tracer, "parse_selection", "CHAIN", {"text": picked}, list(CATALOGUE)):
+            pass
+        kept = []
+        for title, (lo, hi, played) in CATALOGUE.items():
+            fits = hi <= 86
+            with _span(tracer, "check_range", "TOOL", {"title": title, "lowest": lo, "highest": hi},
+                       {"title": title, "fits": fits}):
+                pass
+            cleared = played and title == "Nimrod Variations"  # the fault: a recent recital is not looked at
+            with _span(tracer, "check_history", "TOOL", {"title": title, "recitals": 3},
+                       {"title": title, "played_recently": played and not cleared}):
+                pass
+            if fits and (cleared or not played):
+                kept.append(title)
+        programme = [{"title": t, "minutes": 6} for t in kept]
+        with _span(tracer, "order_programme", "CHAIN", {"pieces": kept if kept_filter else []}, programme):
+            pass
+        with _span(tracer, "validate_programme", "CHAIN", {"recital": "CR-721", "programme": programme}):
+            raise ValueError("CR-721: Nimrod Variations was played in one of the last 3 recitals")
+
+
+class TestHandoffs:
+    def test_a_check_whose_yes_or_no_let_an_item_into_a_later_list_is_on_the_failures_path(self) -> None:
+        """The history check that cleared a piece played recently (its output echoes the title beside a yes/no)
+        is in the failing validator's slice, through the ordering step handed the kept titles as a list."""
+        run = _otel_run(_recital)
+        [bad] = [s.step_id for s in run.steps if s.name == "check_history" and "Nimrod" in json.dumps(s.input)]
+        assert bad in _slice(run)
+
+    def test_each_kept_item_depends_on_the_checks_of_that_item_only(self) -> None:
+        """The ordering step gets a control edge to both checks of each title it was given, none to the checks of
+        the title left out (its verdict kept nothing in that list)."""
+        from trajdebug.analysis.inference import KEPT_KEY, kept_edges
+
+        run = _otel_run(_recital)
+        [order] = _ids(run, "order_programme")
+        by_id = {s.step_id: s for s in run.steps}
+        edges = kept_edges(run)[order]
+        assert {(by_id[d.step_id].name, d.kind, d.key) for d in edges} == {
+            ("check_range", "control", KEPT_KEY + "nimrod variations"),
+            ("check_history", "control", KEPT_KEY + "nimrod variations"),
+            ("check_range", "control", KEPT_KEY + "lament for bells"),
+            ("check_history", "control", KEPT_KEY + "lament for bells"),
+        }
+
+    def test_a_check_step_given_the_item_itself_is_no_list_the_verdict_kept(self) -> None:
+        """The history check is handed the title the range check answered about, as a field, not in a list: it
+        does not depend on the range check's verdict."""
+        from trajdebug.analysis.inference import kept_edges
+
+        run = _otel_run(_recital)
+        edges = kept_edges(run)
+        assert not any(sid in edges for sid in _ids(run, "check_history"))
+
+    def test_a_sub_agent_span_that_recorded_no_output_is_on_the_path_of_what_it_returned(self) -> None:
+        """A liaison sub-agent span run for the wrong guest (its input names a guest no earlier step returned)
+        set no output; the step that read its parsed answer depends on it, so it is in the validator's slice."""
+
+        def program(tracer: Any) -> None:
+            with _span(tracer, "recital-agent", "AGENT", {"recital": "CR-722"}):
+                with _span(tracer, "get_recital", "TOOL", {"recital": "CR-722"},
+                           {"recital": "CR-722", "guest": "Liesbeth Maes", "slot_min": 40}):
+                    pass
+                with _span(tracer, "guest_liaison", "AGENT", {"guest": "Anna Kessler", "recital": "CR-722"}):
+                    with _span(tracer, "guest_repertoire", "TOOL", {"guest": "Anna Kessler"},
+                               {"pieces": ["Fantasia on Greensleeves", "Little Suite"], "minutes": [6, 7]}):
+                        pass
+                    with _span(tracer, "parse_guest", "CHAIN", {"text": "Confirmed: Fantasia on Greensleeves"},
+                               {"title": "Fantasia on Greensleeves", "minutes": 6}):
+                        pass
+                with _span(tracer, "order_programme", "CHAIN", {"guest": {"title": "Fantasia on Greensleeves",
+                                                                          "minutes": 6}, "pieces": ["Sarabande"]},
+                           [{"title": "Sarabande", "minutes": 5}, {"title": "Fantasia on Greensleeves", "minutes": 6}]):
+                    pass
+                with _span(tracer, "validate_programme", "CHAIN", {"programme": ["Sarabande",
+                                                                                 "Fantasia on Greensleeves"]}):
+                    raise ValueError("CR-722: guest piece Fantasia on Greensleeves is not in Liesbeth Maes's repertoire")
+
+        run = _otel_run(program)
+        [liaison] = _ids(run, "guest_liaison")
+        assert liaison in _slice(run)
+
+    def test_an_enclosing_step_that_recorded_its_output_gets_no_returned_edge(self) -> None:
+        """A sub-agent that recorded what it returned is linked by its output's content like any step: no step
+        depends on it only because it read one of its steps."""
+        from trajdebug.analysis.inference import returned_edges
+
+        run = _run(
+            Step("sub", "liaison", "agent", input={"guest": "Anna"}, output={"title": "Pavane"}, start_ns=0, end_ns=5),
+            _s("t", "repertoire", "tool", 1, {"guest": "Anna"}, {"title": "Pavane"}, parent_id="sub"),
+            _s("use", "order", "other", 6, {"guest": {"title": "Pavane"}}, ["Pavane"], "t"),
+        )
+        assert returned_edges(run, {s.step_id: list(s.deps) for s in run.steps}) == {}
+
+    def test_an_empty_result_handed_on_by_position_later_is_on_the_failures_path(self) -> None:
+        """A pad check that found nothing (``[]``, read by no step) is handed on as a positional argument three steps
+        later: the assembler depends on it, and the limits lookup that made it find nothing is in the slice."""
+
+        def program(tracer: Any) -> None:
+            days = [{"date": "2027-03-11", "car_b": 5.4}, {"date": "2027-03-12", "car_b": 7.5}]
+            with _span(tracer, "maintenance", "AGENT", ["week 2027-03-08"]):
+                with _span(tracer, "fetch_log", "TOOL", ["2027-03-08"], {"week": "2027-03-08", "days": days}):
+                    pass
+                limit = {"component": "brake pads", "min_mm": 4.0}
+                with _span(tracer, "component_limits", "RETRIEVER", ["brake pads"], limit):
+                    pass
+                with _span(tracer, "flag_pads", "CHAIN", [days, limit], []):
+                    pass
+                with _span(tracer, "rope_record", "TOOL", ["north"], {"line": "north", "tested": "2027-03-01"}):
+                    pass
+                with _span(tracer, "next_test", "CHAIN", ["2027-03-14"], {"next_brake_test": "2027-03-16"}):
+                    pass
+                report = {"days": days, "flags": [], "rope": "2027-03-01", "next": "2027-03-16"}
+                with _span(tracer, "assemble_report", "CHAIN", [days, [], "2027-03-01", "2027-03-16"], report):
+                    pass
+                with _span(tracer, "validate_report", "CHAIN", [report]):
+                    raise ValueError("car B pads at 5.4 mm on 2027-03-11 not flagged (limit 6.0 mm)")
+
+        run = _otel_run(program)
+        assert {_ids(run, "flag_pads")[0], _ids(run, "component_limits")[0]} <= _slice(run)
+
+    def test_an_empty_result_a_step_already_read_is_no_later_steps_argument(self) -> None:
+        """An empty search result the next step read is not also the source of an empty list a later step is
+        given (that list is the later step's own default)."""
+        from trajdebug.analysis.inference import unread_empty_edges
+
+        run = _run(
+            _s("search", "search", "tool", 0, ["pads"], []),
+            _s("read", "summarise", "other", 2, [[]], {"found": 0}, "search"),
+            _s("later", "assemble", "other", 4, ["x", []], {"ok": True}),
+        )
+        assert unread_empty_edges(run, {s.step_id: list(s.deps) for s in run.steps}) == {}
+
+    def test_a_parsed_yes_or_no_handed_into_a_prompt_under_its_field_is_on_the_failures_path(self) -> None:
+        """A permit parser's ``{"licence": false}`` written into the report model's prompt as ``"licence": false``
+        links the report to the parser, so the stale rules lookup behind the parser's answer is in the slice."""
+
+        def program(tracer: Any) -> None:
+            with _span(tracer, "survey-agent", "AGENT", {"survey": "WS-514"}):
+                with _span(tracer, "abstraction_rules", "TOOL", {"use": "irrigation"}, {"licence_over_m3_day": 20}):
+                    pass
+                prompt = 'Is a licence needed?\nDATA: {"demand_m3_day": 16.0, "rules": {"licence_over_m3_day": 20}}'
+                with _span(tracer, "permit", "LLM", {"messages": [{"role": "user", "content": prompt}]},
+                           {"role": "assistant", "content": "licence_required=no; threshold=20 m3/day"}):
+                    pass
+                with _span(tracer, "parse_permit", "CHAIN", {"text": "licence_required=no; threshold=20 m3/day"},
+                           {"licence": False}):
+                    pass
+                data = json.dumps({"survey": "WS-514", "depth_m": 47.3, "licence": False})
+                summary = "Survey WS-514: drill to about 47.3 m; licence not required."
+                with _span(tracer, "report", "LLM", {"messages": [{"role": "user", "content": f"Write it.\nDATA: {data}"}]},
+                           {"role": "assistant", "content": summary}):
+                    pass
+                with _span(tracer, "validate_survey", "CHAIN", {"survey": "WS-514", "report": summary}):
+                    raise ValueError("WS-514: 16.0 m3/day abstraction, licence marked not required")
+
+        run = _otel_run(program)
+        assert {_ids(run, "parse_permit")[0], _ids(run, "abstraction_rules")[0]} <= _slice(run)
+
+    def test_a_yes_or_no_field_several_steps_answer_alike_links_none(self) -> None:
+        """Two calls answering ``{"sent": true}`` acknowledge; a later step given ``sent: true`` is linked to neither,
+        while one given the field only one step answered is linked to it."""
+        from trajdebug.analysis.inference import ANSWERED_KEY, yes_no_edges
+
+        run = _run(
+            _s("a", "notify", "tool", 0, {"to": "ana"}, {"sent": True}),
+            _s("b", "notify", "tool", 2, {"to": "bo"}, {"sent": True}),
+            _s("p", "parse_permit", "parse", 4, {"text": "no"}, {"licence": False}),
+            _s("c", "report", "other", 6, {"sent": True, "licence": False}, "ok"),
+        )
+        edges = yes_no_edges(run)
+        assert {sid: [(d.step_id, d.key) for d in ds] for sid, ds in edges.items()} == {"c": [("p", ANSWERED_KEY + "licence")]}
