@@ -141,7 +141,9 @@ def returned_edges(run: Run, every: Mapping[str, Sequence[Dependency]], factor: 
     `trajdebug.analysis.lineage.Lineage.handed_down_edges`).  ``every``: each step's edges so far, by step id.
     """
     by_id = {s.step_id: s for s in run.steps}
-    silent = {s.step_id for s in run.steps if s.output is None and s.end_ns}
+    # Only a span given an input: what it was run for is what decided its steps (a turn or agent span that
+    # recorded neither is a frame of the conversation, whose steps are linked to one another).
+    silent = {s.step_id for s in run.steps if s.output is None and s.input is not None and s.end_ns}
     if not silent:
         return {}
     # The silent enclosing steps around each step (nearest first).
