@@ -37,7 +37,14 @@ from trajdebug.analysis.inference import (
     world_readers,
     yes_no_edges,
 )
-from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
+from trajdebug.analysis.lineage import (
+    PARTIAL_FORMATS,
+    Lineage,
+    answered_edges,
+    count_edges,
+    picked_edges,
+    total_edges,
+)
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
@@ -287,9 +294,12 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
     for sid, deps in unread_empty_edges(run, every).items():
         edges.setdefault(sid, []).extend(deps)
-    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
-    for sid, deps in returned_edges(run, every).items():
-        edges.setdefault(sid, []).extend(deps)
+    # Only in imported spans, whose output is what their author chose to set: the recorder writes what a step
+    # returned, so a recorded step with no output returned nothing (a loop's body, a frame).
+    if run.metadata.get("source_format") in PARTIAL_FORMATS:
+        every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+        for sid, deps in returned_edges(run, every).items():
+            edges.setdefault(sid, []).extend(deps)
     consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
     linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}
     readers = world_readers(run, failures or {})

@@ -139,6 +139,8 @@ def returned_edges(run: Run, every: Mapping[str, Sequence[Dependency]], factor: 
     was run for, its task) decided all of it.  A step outside it that started after it ended and depends on
     one of its descendants by a value edge depends on it too (``factor``: one level of nesting less sure, as in
     `trajdebug.analysis.lineage.Lineage.handed_down_edges`).  ``every``: each step's edges so far, by step id.
+    For imported spans only (the analysis calls it for `trajdebug.analysis.lineage.PARTIAL_FORMATS`): the
+    recorder writes what a step returned, so there a step with no output returned nothing.
     """
     by_id = {s.step_id: s for s in run.steps}
     # Only a span given an input: what it was run for is what decided its steps (a turn or agent span that
