@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.builders import step
 
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import ErrorInfo, Run, Step
 
 
 _s = step
@@ -260,3 +260,25 @@ class TestHandoffs:
         )
         edges = yes_no_edges(run)
         assert {sid: [(d.step_id, d.key) for d in ds] for sid, ds in edges.items()} == {"c": [("p", ANSWERED_KEY + "licence")]}
+
+    def test_a_recorded_step_with_no_output_returned_nothing_only_an_imported_span_is_linked(self) -> None:
+        """The same sub-agent with no output gets the returned edge in an imported OTLP run, not in a recorded run:
+        the recorder writes what a step returned (an agent step with none is a loop's frame)."""
+        from trajdebug.analysis import analyze
+        from trajdebug.analysis.inference import RETURNED_KEY
+
+        def returned(metadata: dict[str, Any]) -> set[str]:
+            run = Run("r", "t", outcome="failure", metadata=metadata, steps=(
+                Step("sub", "liaison", "agent", input={"guest": "Anna Kessler"}, start_ns=0, end_ns=5),
+                _s("t", "repertoire", "tool", 1, {"guest": "Anna Kessler"}, {"title": "Greensleeves Fantasia"},
+                   parent_id="sub"),
+                _s("use", "order_programme", "other", 6, {"guest": {"title": "Greensleeves Fantasia"}},
+                   ["Greensleeves Fantasia"]),
+                _s("v", "validate", "other", 8, {"programme": ["Greensleeves Fantasia"]}, None, "use",
+                   status="error", error=ErrorInfo("ValueError", "Greensleeves Fantasia is not the guest's piece")),
+            ))
+            a = analyze(run, top=10)
+            return {d.step_id for s in a.run.steps for d in s.deps if (d.key or "").startswith(RETURNED_KEY)}
+
+        assert returned({"source_format": "otlp"}) == {"sub"}
+        assert returned({}) == set()
