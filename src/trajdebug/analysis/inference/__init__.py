@@ -44,7 +44,7 @@ from trajdebug.analysis.inference._handoffs import (
     yes_no_edges,
 )
 from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
-from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
+from trajdebug.analysis.inference._named import NAMED_KEY, UNRECORDED_KEY, named_edges
 
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "RETRIED_KEY",
     "RETURNED_KEY",
     "NAMED_KEY",
+    "UNRECORDED_KEY",
     "WROTE_KEY",
     "ContentIndex",
     "Match",
