@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from itertools import pairwise
 from typing import Any
 
@@ -63,15 +63,18 @@ def _leaf_items(value: Any, depth: int = 0) -> set[str]:
 
 
 def _verdict_items(step: Step) -> set[str]:
-    """The items a step answered yes or no about: its output is a small record with a yes/no field, and its other
-    text fields echo what it was given (``{"title": "Nimrod", "fits": true}`` for ``{"title": "Nimrod"}``)."""
+    """The item a step answered yes or no about: its output is a small record with a yes/no field, and one other
+    text field echoes what it was given (``{"title": "Nimrod", "fits": true}`` for ``{"title": "Nimrod"}``).  An
+    output echoing two or more of its input's texts is a record written back (an acknowledgement such as
+    ``{"ticket": t, "status": s, "updated": true}``), no verdict on one item."""
     out = step.output
     if step.kind in ("agent", "llm") or not is_mapping(out) or not 2 <= len(out) <= _MAX_VERDICT_FIELDS:
         return set()
     if not any(isinstance(v, bool) for v in out.values()):
         return set()
     given = _leaf_items(step.input)
-    return {t for v in out.values() if (t := _item(v)) is not None and t in given}
+    echoed = {t for v in out.values() if (t := _item(v)) is not None and t in given}
+    return echoed if len(echoed) == 1 else set()
 
 
 def _listed(value: Any, depth: int = 0) -> set[str]:
@@ -95,16 +98,27 @@ def _listed(value: Any, depth: int = 0) -> set[str]:
     return found
 
 
-def kept_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Dependency]]:
+def _input_key(step: Step) -> str:
+    """A step's input as text, to tell the checks of different inputs apart."""
+    try:
+        return json.dumps(step.input, sort_keys=True, default=str)[:2000]
+    except (TypeError, ValueError):
+        return repr(step.input)[:2000]
+
+
+def kept_edges(run: Run, *, named: str = "", confidence: float = 0.5) -> dict[str, list[Dependency]]:
     """Inferred ``control`` edges from the checks whose yes/no verdict on an item let it into a later step's list.
 
     A loop that checks each candidate (``{"title": t, "fits": true}``) and keeps those that pass hands the
     kept ones on as a list: no value of the verdict reaches that list (the item is the candidate's own, which
     content inference credits to where it began), yet a wrong verdict is what let a bad item through.  A step
     given a list that holds an item some earlier check answered about (its output echoes the item beside a
-    yes/no) depends on that check, as on a choice (control dependence; `control_edges`).
+    yes/no) depends on that check, as on a choice (control dependence; `control_edges`).  A text that one check
+    echoes for different inputs (a warehouse, a user) is a setting its calls share, no item.  ``named``: the
+    failures' messages (case-folded): past `_MAX_KEPT` edges, the items they name come first, then the latest.
     """
     gates: dict[str, list[Step]] = {}
+    inputs: dict[str, dict[str, set[str]]] = {}
     pending: list[tuple[int, Step, set[str]]] = []
     out: dict[str, list[Dependency]] = {}
     for s in run.steps:
@@ -117,17 +131,34 @@ def kept_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Dependenc
                 keep.append((end, done, items))
         pending = keep
         if gates and s.input is not None:
-            deps: dict[str, Dependency] = {}
-            for t in sorted(_listed(s.input) & gates.keys()):
-                for g in gates[t]:
-                    if len(deps) < _MAX_KEPT and g.step_id != s.step_id:
-                        deps.setdefault(g.step_id, Dependency(g.step_id, "control", "inferred", confidence, KEPT_KEY + t))
+            deps = _gates_of(s, gates, inputs, named, confidence)
             if deps:
-                out[s.step_id] = list(deps.values())
+                out[s.step_id] = deps
         items = _verdict_items(s) if s.status == "ok" else set()
         if items:
             pending.append((s.end_ns or 0, s, items))
+            for t in items:
+                inputs.setdefault(t, {}).setdefault(s.name, set()).add(_input_key(s))
     return out
+
+
+def _gates_of(
+    s: Step,
+    gates: Mapping[str, list[Step]],
+    inputs: Mapping[str, Mapping[str, set[str]]],
+    named: str,
+    confidence: float,
+) -> list[Dependency]:
+    """The gate edges of a step given a list: the checks of each item it holds that each check (by name) echoed
+    for one input only, at most `_MAX_KEPT`, the items the failures name first, then the most recently checked."""
+    items = [t for t in _listed(s.input) & gates.keys() if all(len(v) == 1 for v in inputs.get(t, {}).values())]
+    items.sort(key=lambda t: (t not in named, -max(g.end_ns or 0 for g in gates[t]), t))
+    deps: dict[str, Dependency] = {}
+    for t in items:
+        for g in gates[t]:
+            if len(deps) < _MAX_KEPT and g.step_id != s.step_id:
+                deps.setdefault(g.step_id, Dependency(g.step_id, "control", "inferred", confidence, KEPT_KEY + t))
+    return list(deps.values())
 
 
 def returned_edges(run: Run, every: Mapping[str, Sequence[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
@@ -182,47 +213,46 @@ the argument (its field, or its position) follows."""
 
 
 def _empty_args(value: Any) -> list[tuple[str, str]]:
-    """(argument, canonical form) of each empty list or object among a step's arguments: the top-level fields
-    of a mapping input, the positional arguments of a list input."""
-    if is_mapping(value):
-        args: Iterable[tuple[str, Any]] = ((str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        args = ((f"[{i}]", v) for i, v in enumerate(value[:32]))
-    else:
+    """(argument, canonical form) of each empty list or object among a call's positional arguments (a list
+    input).  A named argument is no lost hand-off: an empty one of the producer's name is linked by name
+    (`trajdebug.analysis.lineage.Lineage.empty_edges`), and one of another name is a default or a model's
+    choice (``extras: []``, ``exclude: []``), which no empty result handed on."""
+    if not isinstance(value, list):
         return []
+    args = ((f"[{i}]", v) for i, v in enumerate(value[:32]))
     return [(a, "[]" if isinstance(v, list) else "{}") for a, v in args if isinstance(v, (list, dict)) and not v]
 
 
 def unread_empty_edges(run: Run, every: Mapping[str, Sequence[Dependency]], confidence: float = 0.4) -> dict[str, list[Dependency]]:
-    """Edges from the latest earlier step that returned an empty list or object whole, which no step read, to a
-    step handed that empty value as an argument under the same enclosing step.
+    """Edges from the one earlier step that returned an empty list or object whole, which no step read, to a
+    step handed that empty value as a positional argument under the same enclosing step.
 
     A filter that found nothing (``flag_pads`` returning ``[]``) hands its result on, often several steps
     later, into a call that assembles the outcome; an empty value holds no content to match, and a call's
     arguments recorded by position (``input.value`` a JSON array of the arguments) have no name to match by
     (`trajdebug.analysis.lineage.Lineage.empty_edges` links fields of the same name, or the result of the step
-    right before).  A result nobody read is rare: the empty argument is the likeliest reader.  Never for a model
-    call (an empty list in a request is an API parameter).  ``every``: each step's edges so far, by step id.
+    right before).  A result nobody read is rare: the empty argument is the likeliest reader, but only when it
+    is the only one of its form waiting there (of two, either could be the one handed on: no edge).  Never for
+    a model call (an empty list in a request is an API parameter).  ``every``: each step's edges so far.
     """
     read = {d.step_id for ds in every.values() for d in ds}
-    # Per enclosing step, per empty form: the latest step that returned it whole, unread so far.
-    latest: dict[tuple[str | None, str], Step] = {}
+    # Per enclosing step, per empty form: the earlier steps that returned it whole, unread so far.
+    waiting: dict[tuple[str | None, str], list[Step]] = {}
     out: dict[str, list[Dependency]] = {}
     for s in run.steps:
         if s.kind != "llm":
             deps: dict[str, Dependency] = {}
             for arg, form in _empty_args(s.input):
-                p = latest.get((s.parent_id, form))
-                if p is not None and p.step_id not in deps and p.end_ns and p.end_ns <= s.start_ns:
-                    deps[p.step_id] = Dependency(p.step_id, "data", "inferred", confidence, EMPTY_KEY + arg)
+                ps = [p for p in waiting.get((s.parent_id, form), ()) if p.end_ns and p.end_ns <= s.start_ns]
+                if len(ps) == 1 and ps[0].step_id not in deps:
+                    deps[ps[0].step_id] = Dependency(ps[0].step_id, "data", "inferred", confidence, EMPTY_KEY + arg)
             if deps:
                 out[s.step_id] = list(deps.values())
-                for sid in deps:
-                    read.add(sid)
-                    latest = {k: v for k, v in latest.items() if v.step_id != sid}
+                read.update(deps)
+                waiting = {k: [p for p in v if p.step_id not in deps] for k, v in waiting.items()}
         empty = isinstance(s.output, (list, dict)) and not s.output
         if empty and s.kind not in CONTAINER_KINDS and s.kind != "llm" and s.step_id not in read:
-            latest[(s.parent_id, "[]" if isinstance(s.output, list) else "{}")] = s
+            waiting.setdefault((s.parent_id, "[]" if isinstance(s.output, list) else "{}"), []).append(s)
     return out
 
 
@@ -242,23 +272,35 @@ def _yes_no(value: Any) -> tuple[str, str] | None:
     return words[0], "true" if v else "false"
 
 
-def _pairs(value: Any, fields: Iterable[str]) -> set[tuple[str, str]]:
+def _pairs(value: Any, fields: Set[str]) -> set[tuple[str, str]]:
     """(token, next token) of a step's input as text: a field and its value wherever the input holds it, a
     mapping's own or one written into a prompt as JSON.  Empty unless the text holds one of ``fields`` (most
-    inputs hold none: they are not tokenized)."""
+    inputs hold none: they are not tokenized; past `_MAX_SCANNED` fields, tokenizing is the cheaper test)."""
     try:
         text = value if isinstance(value, str) else json.dumps(value, default=str)
     except (TypeError, ValueError):
         return set()
     text = normalize(text[:_MAX_TEXT])
-    if not any(f in text for f in fields):
+    if len(fields) <= _MAX_SCANNED and not any(f in text for f in fields):
         return set()
     tokens = tokenize(text)
     return set(pairwise(tokens))
 
 
+_MAX_SCANNED = 32
+"""Fields looked for in an input's text one by one before tokenizing it (a bound on the work per step)."""
+
+
 _MAX_TEXT = 100_000
 """Characters of an input read for yes/no fields (a bound on the work per step)."""
+
+
+def _bool_fields(value: Any) -> set[str]:
+    """The one-token names of a mapping's top-level yes/no fields (``{"sent": true, "to": ...}`` -> sent)."""
+    if not is_mapping(value):
+        return set()
+    names = (tokenize(normalize(str(k))) for k, v in value.items() if isinstance(v, bool))
+    return {w[0] for w in names if len(w) == 1}
 
 
 def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Dependency]]:
@@ -266,24 +308,36 @@ def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Depende
 
     A parser that reads a model's verdict into ``{"licence": false}`` hands the yes/no on under its name (a
     report's data, the next call's arguments): a boolean is no content to match, yet that field with that
-    answer is the parser's.  Only a field one step answered: a field several steps answer alike (``{"sent":
-    true}``, ``{"ok": true}``) is an acknowledgement calls share, no datum of one of them (as in
-    `trajdebug.analysis.inference._edges.structural_edges`).  Never for a model call's own answer.
+    answer is the parser's.  Only a field one step's output holds as a yes/no: a field several steps answer
+    alike (``{"sent": true}`` here, ``{"sent": true, "to": ...}`` there) is an acknowledgement calls share, no
+    datum of one of them (as in `trajdebug.analysis.inference._edges.structural_edges`).  Never for a model
+    call's own answer.
     """
-    answers = {s.step_id: a for s in run.steps if s.kind != "llm" and (a := _yes_no(s.output)) is not None}
-    fields = Counter(field for field, _ in answers.values())
-    answers = {sid: a for sid, a in answers.items() if fields[a[0]] == 1}
+    fields = Counter(f for s in run.steps for f in _bool_fields(s.output))
+    answers = {
+        s.step_id: a
+        for s in run.steps
+        if s.kind != "llm" and (a := _yes_no(s.output)) is not None and fields[a[0]] == 1
+    }
     if not answers:
         return {}
-    pending = [s for s in run.steps if s.step_id in answers]
+    # The answers by end time, moved to `done` as the steps that follow start (each once: no rescan per step).
+    pending = sorted((s for s in run.steps if s.step_id in answers and s.end_ns), key=lambda p: p.end_ns or 0)
+    done: dict[tuple[str, str], Step] = {}
+    names: set[str] = set()
+    k = 0
     out: dict[str, list[Dependency]] = {}
     for s in run.steps:
-        done = [p for p in pending if p.step_id != s.step_id and p.end_ns and p.end_ns <= s.start_ns]
+        while k < len(pending) and (pending[k].end_ns or 0) <= s.start_ns:
+            done[answers[pending[k].step_id]] = pending[k]
+            names.add(answers[pending[k].step_id][0])
+            k += 1
         if not done or s.input is None:
             continue
-        given = _pairs(s.input, {answers[p.step_id][0] for p in done})
-        deps = [Dependency(p.step_id, "data", "inferred", confidence, ANSWERED_KEY + answers[p.step_id][0])
-                for p in done if answers[p.step_id] in given]
+        given = _pairs(s.input, names)
+        hits = given & done.keys() if len(given) < len(done) else {a for a in done if a in given}
+        deps = [Dependency(done[a].step_id, "data", "inferred", confidence, ANSWERED_KEY + a[0])
+                for a in sorted(hits) if done[a].step_id != s.step_id and (done[a].end_ns or 0) <= s.start_ns]
         if deps:
             out[s.step_id] = deps
     return out
