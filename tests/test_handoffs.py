@@ -282,3 +282,137 @@ class TestHandoffs:
 
         assert returned({"source_format": "otlp"}) == {"sub"}
         assert returned({}) == set()
+
+
+def _loop_empty(tracer: Any) -> None:
+    """Three items each looked up and reported by position; bravo's lookup found nothing (``[]``, the fault)
+    and the batch's check names bravo, which it was not given."""
+    with _span(tracer, "agent", "AGENT", {"batch": "B"}):
+        for i, item in enumerate(["alpha", "bravo", "charlie"]):
+            records = [] if i == 1 else [{"id": item, "n": i + 1}]
+            with _span(tracer, "lookup", "TOOL", [item], records):
+                pass
+            with _span(tracer, "file_report", "TOOL", [item, records], {"ok": True}):
+                pass
+        with _span(tracer, "final", "CHAIN", {"batch": "B"}):
+            raise ValueError("B: bravo has no records")
+
+
+class TestHandoffNarrowings:
+    """The narrowings review rev52o asked for: each rule links only what one hand-off can explain."""
+
+    def test_an_acknowledgement_echoing_its_whole_input_is_no_verdict_that_kept_an_item(self) -> None:
+        """A status write answering ``{"ticket", "status", "updated": true}`` for the ticket and status it was
+        given echoes two of its input's texts: a later list holding the ticket gets no gate edge to it."""
+        from trajdebug.analysis.inference import kept_edges
+
+        run = _run(
+            _s("w", "set_status", "tool", 0, {"ticket": "TK-100", "status": "resolved"},
+               {"ticket": "TK-100", "status": "resolved", "updated": True}),
+            _s("d", "digest", "other", 2, {"tickets": ["TK-100", "TK-200"]}, {"n": 2}),
+        )
+        assert kept_edges(run) == {}
+
+    def test_a_text_one_check_echoes_for_different_inputs_is_a_shared_setting_not_an_item(self) -> None:
+        """Stock checks of two SKUs that each echo only their warehouse: the later list of lines in that
+        warehouse is linked to neither check by the warehouse, while one check of one input still gates."""
+        from trajdebug.analysis.inference import kept_edges
+
+        run = _run(
+            _s("c1", "check_stock", "tool", 0, {"sku": "sku-01", "warehouse": "north"},
+               {"warehouse": "north", "in_stock": True}),
+            _s("c2", "check_stock", "tool", 2, {"sku": "sku-02", "warehouse": "north"},
+               {"warehouse": "north", "in_stock": True}),
+            _s("r", "reserve", "other", 4, {"lines": [{"sku": "sku-01", "warehouse": "north"}]}, {"ok": True}),
+        )
+        assert kept_edges(run) == {}
+        one = _run(run.steps[0], run.steps[2])
+        assert [d.step_id for d in kept_edges(one)["r"]] == ["c1"]
+
+    def test_past_the_cap_the_check_of_the_item_the_failure_names_keeps_its_edge(self) -> None:
+        """Forty SKUs checked and all handed on: past the cap of gate edges, the check of the SKU the failure
+        names is kept (not the first ones in sorted order)."""
+        from trajdebug.analysis.inference import kept_edges
+
+        skus = [f"sku-{i:02d}" for i in range(40)]
+        checks = [_s(f"c{i}", "check_stock", "tool", 2 * i, {"sku": s, "qty": 2}, {"sku": s, "in_stock": True})
+                  for i, s in enumerate(skus)]
+        run = _run(*checks, _s("r", "reserve", "other", 100, {"lines": skus}, {"reserved": 40}))
+        assert "c33" in {d.step_id for d in kept_edges(run, named="o-1: sku-33 has no stock")["r"]}
+        assert "c33" in {d.step_id for d in kept_edges(run)["r"]}  # the latest checks, without a name
+
+    def test_a_recorded_run_gets_no_gate_edges_only_an_imported_one(self) -> None:
+        """The carillon programme's checks gate the ordering step in the imported run, not in the same run as
+        the recorder would write it: there every field a lookup returned is recorded, so any lookup of one
+        record beside a yes/no (a patient's screen) would read as a check that kept an item."""
+        from dataclasses import replace
+
+        from trajdebug.analysis import analyze
+        from trajdebug.analysis.inference import KEPT_KEY
+
+        def kept(run: Run) -> set[str]:
+            a = analyze(run, top=10)
+            return {d.step_id for s in a.run.steps for d in s.deps if (d.key or "").startswith(KEPT_KEY)}
+
+        run = _otel_run(_recital)
+        assert kept(run)
+        assert kept(replace(run, metadata={})) == set()
+
+    def test_a_yes_or_no_field_a_bigger_record_also_holds_links_no_one_field_answer(self) -> None:
+        """A Slack ack ``{"sent": true}`` and an email record ``{"sent": true, "to": ...}``: a step given the
+        email record's ``sent: true`` is not linked to the Slack ack."""
+        from trajdebug.analysis.inference import yes_no_edges
+
+        run = _run(
+            _s("n", "notify_slack", "tool", 0, {"channel": "ops"}, {"sent": True}),
+            _s("e", "send_email", "tool", 2, {"to": "ops@x.example"}, {"sent": True, "to": "ops@x.example"}),
+            _s("c", "close_ticket", "other", 4, {"email": {"sent": True, "to": "ops@x.example"}}, None),
+        )
+        assert yes_no_edges(run) == {}
+
+    def test_among_many_yes_or_no_fields_a_step_is_linked_to_the_one_it_was_given(self) -> None:
+        """Forty parsers each answering their own field: a step given one field's answer is linked to its parser
+        only (the answers are matched by token, not looked for one by one)."""
+        from trajdebug.analysis.inference import ANSWERED_KEY, yes_no_edges
+
+        words = [f"flag{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
+        parsers = [_s(f"p{i}", "parse", "parse", 2 * i, {"text": w}, {w: i % 2 == 0}) for i, w in enumerate(words)]
+        run = _run(*parsers, _s("u", "use", "other", 100, {"flagbn": False, "note": "x"}, None))
+        edges = yes_no_edges(run)
+        assert {sid: [(d.step_id, d.key) for d in ds] for sid, ds in edges.items()} == {
+            "u": [("p39", ANSWERED_KEY + "flagbn")]}
+
+    def test_two_unread_empty_results_waiting_link_neither_to_an_empty_argument(self) -> None:
+        """An error search and a warning search both found nothing, unread: a report handed one empty list by
+        position could have been handed either, so it is linked to neither."""
+        from trajdebug.analysis.inference import unread_empty_edges
+
+        run = _run(
+            _s("e", "find_errors", "tool", 0, {"job": "J-2", "region": "eu-west"}, []),
+            _s("w", "find_warnings", "tool", 2, {"job": "J-2"}, []),
+            _s("r", "report", "other", 4, [["J-2"], []], {"errors": 0}),
+        )
+        assert unread_empty_edges(run, {s.step_id: [] for s in run.steps}) == {}
+        assert unread_empty_edges(_run(run.steps[0], run.steps[2]), {})["r"][0].step_id == "e"
+
+    def test_an_empty_named_argument_is_no_hand_off_of_an_unread_empty_result(self) -> None:
+        """A model's plan ``{"team": ..., "exclude": []}`` after a duplicate search found nothing: the empty
+        named argument is the model's (or a default), not the search's result."""
+        from trajdebug.analysis.inference import unread_empty_edges
+
+        run = _run(
+            _s("s", "search_dupes", "tool", 0, {"query": "payments outage"}, []),
+            _s("t", "create_ticket", "tool", 2, {"team": "billing", "exclude": []}, {"id": "T-1"}),
+        )
+        assert unread_empty_edges(run, {s.step_id: [] for s in run.steps}) == {}
+
+    def test_a_lookup_that_found_nothing_stays_first_when_its_empty_result_is_handed_on(self) -> None:
+        """bravo's lookup returned ``[]``, handed on to bravo's report by position; the summary names bravo, a
+        record it was not given: the lookup keeps its edge as the world the summary read, and ranks first."""
+        from trajdebug.analysis import analyze
+
+        run = _otel_run(_loop_empty)
+        a = analyze(run, top=3)
+        by_id = {s.step_id: s for s in a.run.steps}
+        top = a.localization.candidates[0]
+        assert (by_id[top.step_id].name, by_id[top.step_id].input) == ("lookup", ["bravo"])
