@@ -174,9 +174,16 @@ def returned_edges(run: Run, every: Mapping[str, Sequence[Dependency]], factor: 
     recorder writes what a step returned, so there a step with no output returned nothing.
     """
     by_id = {s.step_id: s for s in run.steps}
-    # Only a span given an input: what it was run for is what decided its steps (a turn or agent span that
-    # recorded neither is a frame of the conversation, whose steps are linked to one another).
-    silent = {s.step_id for s in run.steps if s.output is None and s.input is not None and s.end_ns}
+    # Only an agent span given an input: what it was run for is what decided its steps (a turn or agent span
+    # that recorded neither is a frame of the conversation, whose steps are linked to one another).  A chain
+    # span around a program's loop (``reserve_passes`` over the passes it was handed) is no sub-agent: its
+    # input came from the steps before it, and linking it lifts its calls above the step that chose that input
+    # (review rev52o, suite_l satellite_03).
+    silent = {
+        s.step_id
+        for s in run.steps
+        if s.kind in CONTAINER_KINDS and s.output is None and s.input is not None and s.end_ns
+    }
     if not silent:
         return {}
     # The silent enclosing steps around each step (nearest first).
