@@ -416,3 +416,22 @@ class TestHandoffNarrowings:
         by_id = {s.step_id: s for s in a.run.steps}
         top = a.localization.candidates[0]
         assert (by_id[top.step_id].name, by_id[top.step_id].input) == ("lookup", ["bravo"])
+
+    def test_a_chain_span_around_a_loop_that_recorded_no_output_gets_no_returned_edge(self) -> None:
+        """A span around a program's loop (``reserve_passes``, handed the passes, no output) is no sub-agent:
+        the plan reading a reservation one of its calls made is linked to that call, not to the span, while the
+        same span as an agent is linked."""
+        from trajdebug.analysis.inference import returned_edges
+
+        def linked(kind: str) -> set[str]:
+            run = _run(
+                Step("sub", "reserve_passes", kind, input={"passes": ["P-03"]}, start_ns=0, end_ns=5),  # type: ignore[arg-type]
+                _s("r", "reserve_antenna", "tool", 1, {"pass_id": "P-03"}, {"reservation": "R-INU-03"},
+                   parent_id="sub"),
+                _s("p", "submit_plan", "tool", 6, {"reservation": "R-INU-03"}, None, "r"),
+            )
+            return {d.step_id for ds in returned_edges(run, {s.step_id: list(s.deps) for s in run.steps}).values()
+                    for d in ds}
+
+        assert linked("other") == set()
+        assert linked("agent") == {"sub"}
