@@ -62,11 +62,21 @@ def _leaf_items(value: Any, depth: int = 0) -> set[str]:
     return {t} if t is not None else set()
 
 
+def _numbers(value: Any, depth: int = 0) -> set[float]:
+    """The numbers (not yes/no) of a value's leaves, two levels deep."""
+    if is_mapping(value) and depth < 2:
+        return set().union(*(_numbers(v, depth + 1) for v in value.values()))
+    if isinstance(value, list) and depth < 2:
+        return set().union(*(_numbers(v, depth + 1) for v in value[:64]))
+    return {float(value)} if isinstance(value, (int, float)) and not isinstance(value, bool) else set()
+
+
 def _verdict_items(step: Step) -> set[str]:
     """The item a step answered yes or no about: its output is a small record with a yes/no field, and one other
-    text field echoes what it was given (``{"title": "Nimrod", "fits": true}`` for ``{"title": "Nimrod"}``).  An
-    output echoing two or more of its input's texts is a record written back (an acknowledgement such as
-    ``{"ticket": t, "status": s, "updated": true}``), no verdict on one item."""
+    field, a text, echoes what it was given (``{"title": "Nimrod", "fits": true}`` for ``{"title": "Nimrod"}``).
+    An output echoing two or more of its input's values is a record written back (an acknowledgement such as
+    ``{"ticket": t, "status": s, "updated": true}`` or ``{"scheduled": true, "payee": p, "amount": a}``), no
+    verdict on one item."""
     out = step.output
     if step.kind in ("agent", "llm") or not is_mapping(out) or not 2 <= len(out) <= _MAX_VERDICT_FIELDS:
         return set()
@@ -74,7 +84,12 @@ def _verdict_items(step: Step) -> set[str]:
         return set()
     given = _leaf_items(step.input)
     echoed = {t for v in out.values() if (t := _item(v)) is not None and t in given}
-    return echoed if len(echoed) == 1 else set()
+    if len(echoed) != 1:
+        return set()
+    numbers = _numbers(step.input)
+    if any(isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) in numbers for v in out.values()):
+        return set()
+    return echoed
 
 
 def _listed(value: Any, depth: int = 0) -> set[str]:
