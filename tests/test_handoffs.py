@@ -313,6 +313,18 @@ class TestHandoffNarrowings:
         )
         assert kept_edges(run) == {}
 
+    def test_a_write_echoing_the_payee_and_amount_it_was_given_is_no_verdict(self) -> None:
+        """A scheduled payment answering ``{"scheduled": true, "payee", "amount"}`` for the payee and amount it
+        was given is a record written back: the budget check given the payments in a list is not gated by it."""
+        from trajdebug.analysis.inference import kept_edges
+
+        run = _run(
+            _s("w", "schedule_payment", "tool", 0, {"household": "hh-1", "payee": "GYM", "amount": 29.0},
+               {"scheduled": True, "payee": "GYM", "amount": 29.0, "date": "2025-11-03"}),
+            _s("b", "budget_check", "other", 2, {"scheduled": [{"payee": "GYM", "amount": 29.0}]}, None),
+        )
+        assert kept_edges(run) == {}
+
     def test_a_text_one_check_echoes_for_different_inputs_is_a_shared_setting_not_an_item(self) -> None:
         """Stock checks of two SKUs that each echo only their warehouse: the later list of lines in that
         warehouse is linked to neither check by the warehouse, while one check of one input still gates."""
