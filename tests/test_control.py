@@ -334,3 +334,4 @@ class TestCarriedGuards:
         monkeypatch.setattr(_control, "_canon", lambda value: calls.append(value) or canon(value))
         _control.carried_map(steps)
         assert len(calls) <= 3 * len(steps)
+

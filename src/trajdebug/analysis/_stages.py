@@ -19,21 +19,33 @@ from trajdebug.analysis._state import AnalysisState, need
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import (
+    EMPTY_KEY,
     answer_edges,
     carried_edges,
     control_edges,
     entry_edges,
     env_edges,
     item_edges,
+    kept_edges,
     mutation_edges,
     named_edges,
     retry_edges,
+    returned_edges,
     structural_edges,
     thin_inferred,
+    unread_empty_edges,
     with_context,
     world_readers,
+    yes_no_edges,
 )
-from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
+from trajdebug.analysis.lineage import (
+    PARTIAL_FORMATS,
+    Lineage,
+    answered_edges,
+    count_edges,
+    picked_edges,
+    total_edges,
+)
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
@@ -270,11 +282,35 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     # on the world a later step read back (`trajdebug.analysis.inference._control`).
     for sid, deps in control_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
+    # A check's yes/no on an item let it into a later list, a parsed yes/no went on under its field's name; a
+    # span that recorded no output returned what its steps made (`trajdebug.analysis.inference._handoffs`).
+    # Only in imported spans: the recorder writes every field a step returned, so there any lookup of one
+    # record beside a yes/no (a patient's screen) would read as a check that kept an item (review rev52o).
+    if run.metadata.get("source_format") in PARTIAL_FORMATS:
+        named = " ".join(failures.values()).casefold() if failures else ""
+        for sid, deps in kept_edges(run, named=named).items():
+            edges.setdefault(sid, []).extend(deps)
+    for sid, deps in yes_no_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
     # A call made again after it failed was decided by what decided the attempt (issue 23, round 42).
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
     for sid, deps in retry_edges(run, every).items():
         edges.setdefault(sid, []).extend(deps)
-    consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
+    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+    for sid, deps in unread_empty_edges(run, every).items():
+        edges.setdefault(sid, []).extend(deps)
+    # Only in imported spans, whose output is what their author chose to set: the recorder writes what a step
+    # returned, so a recorded step with no output returned nothing (a loop's body, a frame).
+    if run.metadata.get("source_format") in PARTIAL_FORMATS:
+        every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+        for sid, deps in returned_edges(run, every).items():
+            edges.setdefault(sid, []).extend(deps)
+    # An unread empty result handed on by position leaves its producer a write still: a lookup that found
+    # nothing keeps its env edges to the later steps that read the world (review rev52o, loop_empty).
+    consumed |= {
+        d.step_id for ds in edges.values() for d in ds
+        if d.kind in VALUE_DEP_KINDS and not (d.key or "").startswith(EMPTY_KEY)
+    }
     linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}
     readers = world_readers(run, failures or {})
     for sid, deps in env_edges(run, consumed, linked, readers).items():

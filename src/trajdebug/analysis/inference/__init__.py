@@ -33,16 +33,30 @@ from trajdebug.analysis.inference._edges import (
     thin_inferred,
     with_context,
 )
+from trajdebug.analysis.inference._handoffs import (
+    ANSWERED_KEY,
+    EMPTY_KEY,
+    KEPT_KEY,
+    RETURNED_KEY,
+    kept_edges,
+    returned_edges,
+    unread_empty_edges,
+    yes_no_edges,
+)
 from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
 from trajdebug.analysis.inference._named import NAMED_KEY, UNRECORDED_KEY, named_edges
 
 
 __all__ = [
+    "ANSWERED_KEY",
     "CARRIED_KEY",
     "CHANGED_KEY",
     "CHOSE_KEY",
+    "EMPTY_KEY",
+    "KEPT_KEY",
     "ITEM_KEY",
     "RETRIED_KEY",
+    "RETURNED_KEY",
     "NAMED_KEY",
     "UNRECORDED_KEY",
     "WROTE_KEY",
@@ -53,16 +67,20 @@ __all__ = [
     "carried_keys",
     "carried_map",
     "control_edges",
+    "unread_empty_edges",
     "entry_edges",
     "env_edges",
+    "kept_edges",
     "infer_dependencies",
     "item_edges",
     "mutation_edges",
     "named_edges",
     "previous_turns",
     "retry_edges",
+    "returned_edges",
     "structural_edges",
     "thin_inferred",
     "with_context",
     "world_readers",
+    "yes_no_edges",
 ]

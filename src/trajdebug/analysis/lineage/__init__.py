@@ -45,6 +45,7 @@ from trajdebug.analysis.lineage._trace import (
 )
 from trajdebug.analysis.lineage._views import (
     ENVELOPE_KEYS,
+    PARTIAL_FORMATS,
     StepView,
     build_view,
     holds_empty,
@@ -64,6 +65,7 @@ __all__ = [
     "holds_empty",
     "holds_untraced",
     "ENVELOPE_KEYS",
+    "PARTIAL_FORMATS",
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",
     "MAX_PRODUCERS",
