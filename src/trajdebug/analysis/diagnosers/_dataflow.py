@@ -352,7 +352,7 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # was filled, and says nothing of what the step stored.
             return
         if not _lost_as_siblings(step, ctx):
-            yield from _stored_values(step, values, written)
+            yield from _stored_values(step, values, written, ctx)
         return
     # No record of what was written: what its readers were given or got back
     # (a reader of a database returns what was stored).
@@ -431,12 +431,16 @@ def _calls(steps: Iterable[Step]) -> dict[tuple[str, str], dict[str, Step]]:
     return out
 
 
-def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) -> Iterable[Evidence]:
+def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any], ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Compare what a writer was given with what it wrote (``attributes["state_values"]``).
 
     A writer that stores what it was given (at least three values written, three
-    quarters of them copied from its input) should not lose any of it; one that
-    derives new values (an id, a severity) may rightly leave its input behind.
+    quarters of them copied from its input) should not lose what the run needed of it;
+    one that derives new values (an id, a severity) may rightly leave its input behind.
+    A storing writer that kept a few fields of a record, dropping the others whole, every
+    value of which later steps were handed anyway (a survey's address and faces, read from
+    the survey itself), made a projection: it is said as one that leaves values out, not as
+    one that lost them.
     """
     lost = _lost(values, content.text_of(written).lower())
     if not lost:
@@ -453,7 +457,16 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
-    if storing:
+    swap = _overwritten(lost, step, written, ctx)
+    if swap is not None:
+        key, was, wrote = swap
+        yield Evidence(
+            step.step_id,
+            0.45,
+            f"it wrote {key}={wrote!r} where it was given {key}={was!r}, which the failure names",
+            "state-write",
+        )
+    elif storing and (_kept_field_lost(lost, step, written) or _needed_later(lost, step, ctx)):
         yield Evidence(
             step.step_id,
             0.2 + 0.4 * frac,
@@ -467,6 +480,58 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
             f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
             "state-write",
         )
+
+
+def _kept_field_lost(lost: list[Any], step: Step, written: Mapping[str, Any]) -> bool:
+    """Whether a value the writer left out was given under a field it wrote (list items read as one): it kept
+    the field and changed its value (a revenue stored a thousand times over), no projection that dropped the
+    field."""
+    kept = {_INDEX.sub("[]", p).rsplit(".", 1)[-1] for p, _ in content.leaves(written)}
+    gone = {str(v) for v in lost}
+    return any(
+        str(v) in gone and _INDEX.sub("[]", p).rsplit(".", 1)[-1] in kept
+        for p, v in content.leaves(_with_json_read(content.without_markers(step.input)))
+    )
+
+
+def _needed_later(lost: list[Any], step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a value a storing writer left out was needed after it (issue 24, nu24 F7): one no later step was
+    handed (the write was its way on, and it went nowhere), or one a failure's message writes as a word of its
+    own (three characters at least: a short number there is as likely another quantity).  A value later steps
+    were all handed by another path was not lost by this write."""
+    said = [f.message.casefold() for f in ctx.failures]
+    if any(len(t := str(v).casefold()) >= 3 and any(content.has_word(m, t) for m in said) for v in lost):
+        return True
+    pos = next(i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id)
+    later = "\n".join(ctx.input_text(s) for s in ctx.run.steps[pos + 1 :])
+    # A text as a word of its own ('nuts' is not handed on inside 'walnuts'); a number in any restated form.
+    words = [v for v in lost if isinstance(v, str) and not _NUMERAL.fullmatch(v.strip())]
+    if any(not content.has_word(later, v.strip().lower()) for v in words):
+        return True
+    return bool(_lost([v for v in lost if not any(v is w for w in words)], later))
+
+
+def _overwritten(lost: list[Any], step: Step, written: Mapping[str, Any], ctx: DiagnoseContext) -> tuple[str, Any, Any] | None:
+    """A value the writer left out that a failure's message writes as a word of its own (three characters at
+    least), given under a field the writer wrote another value under (a memory handed ``discount=0.02`` that
+    stored ``discount=0.0``): (the field, the value given, the value written); None when there is none.  The
+    write replaced a value the run was later judged on (nu24 F7's narrowing: dropping a value is evidence when
+    a later step needed it); a field the write left out altogether is no replacement."""
+    said = [f.message.casefold() for f in ctx.failures]
+    named = {str(v).casefold() for v in lost if len(t := str(v).casefold()) >= 3 and any(content.has_word(m, t) for m in said)}
+    if not named:
+        return None
+    wrote: dict[str, Any] = {}
+    for path, v in content.leaves(written):
+        if "[" not in path and not isinstance(v, (Mapping, list)):
+            wrote.setdefault(path.rsplit(".", 1)[-1], v)
+    for path, v in content.leaves(_with_json_read(content.without_markers(step.input))):
+        key = path.rsplit(".", 1)[-1]
+        if "[" in path or str(v).casefold() not in named or key not in wrote or key in PROTOCOL_FIELDS:
+            continue
+        if str(wrote[key]).casefold() != str(v).casefold():
+            return key, v, wrote[key]
+    return None
 
 
 def _selects(given: Any, written: Mapping[str, Any]) -> bool:
