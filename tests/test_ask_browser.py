@@ -1102,3 +1102,26 @@ def test_the_page_proves_a_root_with_no_recorded_input_only_by_an_audit_answered
     python = _named_states(analysis, found, audit=1)
     assert python == _page_states(page, analysis, found, audit=1)
     assert [(s["root"], s["certain"], s["next"]) for s in python] == [("b", False, "c"), ("b", True, None)]
+
+
+def test_a_root_the_answers_place_shows_their_word_in_place_of_the_rankings_confidence(page: Any, tmp_path: Path) -> None:
+    """In the report's ranked list, a root a person's answers prove reads "proved root" with no confidence, and
+    one answers an automatic oracle took part in single out reads so, as the terminal tags them (nu25 F10: a
+    proved root shown "structural root, confidence 1%")."""
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import ReferenceOracle, guided_search, settled
+    from trajdebug.core.model import Answer
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    proved = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    singled = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good))))
+    for analysis, word in ((proved, "proved root"), (singled, "singled out by the answers, not a person's: no proof")):
+        page.goto(write_report(tmp_path / "report.html", analysis).as_uri())
+        first = page.locator("ol.causes li.cause").first
+        assert first.locator(".badge").inner_text() == word
+        assert first.locator(".c-conf").count() == 0
+        assert page.locator("ol.causes li.cause").nth(1).locator(".c-conf").count() == (word != "proved root")
+    assert page.errors == []

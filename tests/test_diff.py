@@ -518,7 +518,7 @@ def test_a_first_divergence_in_the_request_says_it_changed_outside_the_steps(tmp
     path = tmp_path / "runs.jsonl"
     _kiln_runs(path, (38211, 38211))
     out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
-    assert "no recorded step at its level before it differs" in " ".join(out.split())
+    assert "no recorded step before it differs" in " ".join(out.split())
 
 
 def test_a_fixed_loopback_port_that_changed_is_a_difference(tmp_path: Path) -> None:
@@ -824,3 +824,135 @@ def test_runs_that_state_no_input_are_never_paired_as_runs_of_the_same_input(tmp
     assert doc["runs"][0]["references"] and "same_input" not in doc["runs"][0]
     doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
     assert doc["inputs_differ"] is None
+
+
+def _rooms_graph(factor_of: dict[str, int]) -> object:
+    """A real LangGraph loop traced by TrajdebugTracer: ``room_load`` works out one room's load, and its
+    conditional edge ``more_rooms`` (which the tracer nests under the node) reads the node's update to route
+    back or on.  ``factor_of`` is the node's lookup table: a key missing in the failing run makes the room 0 W."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from trajdebug.integrations.langchain import TrajdebugTracer
+
+    class S(TypedDict, total=False):
+        rooms: list[dict[str, Any]]
+        idx: int
+        loads: list[float]
+        total: float
+
+    def room_load(state: S) -> S:
+        room = state["rooms"][state["idx"]]
+        return {"loads": [*state["loads"], room["m2"] * factor_of.get(room["side"], 0)], "idx": state["idx"] + 1}
+
+    def more_rooms(state: dict[str, Any]) -> str:
+        return "room_load" if state["idx"] < len(state["rooms"]) else "total"
+
+    def total(state: S) -> S:
+        return {"total": sum(state["loads"])}
+
+    g = StateGraph(S)
+    g.add_node("room_load", room_load)
+    g.add_node("total", total)
+    g.add_edge(START, "room_load")
+    g.add_conditional_edges("room_load", more_rooms, ["room_load", "total"])
+    g.add_edge("total", END)
+    tracer = TrajdebugTracer(name="heat-load", task="size house H-7")
+    rooms = [{"m2": 20, "side": "south"}, {"m2": 12, "side": "North"}, {"m2": 9, "side": "east"}]
+    g.compile().invoke({"rooms": rooms, "idx": 0, "loads": []}, config={"callbacks": [tracer]})
+    return tracer.to_run()
+
+
+def test_a_graph_node_whose_routing_function_is_asked_otherwise_is_the_first_divergence(tmp_path: Path) -> None:
+    """A LangGraph node given the same state whose update differs is where two runs of the same input diverge,
+    not the routing function the tracer nests under it: the routing function's request is the node's update."""
+    table = {"south": 70, "north": 95, "east": 80}
+    good, bad = _rooms_graph({**table, "North": 95}), _rooms_graph(table)
+    al = align(good, bad)  # type: ignore[arg-type]
+    first = al.first_divergence
+    assert first is not None and first.name == "room_load" and first.status == "output"
+    assert first.bad is not None and first.bad.output["loads"] == [1400, 0]
+    assert "more_rooms" not in [p.name for p in al.origins]
+    from trajdebug.replay.diffview import first_divergence
+
+    text = " ".join("".join(t for t, _ in line) for line in first_divergence(al))
+    assert "outside the recorded steps" not in text
+
+
+def _booking_runs(path: Path, nights: tuple[int, int]) -> list[Any]:
+    """Two recorder runs of one booking request: the ``book_stay`` agent step (same input in both) works out
+    the nights itself and asks its ``reserve`` tool for them; the failing run's own arithmetic is off."""
+    import trajdebug
+
+    runs = []
+    for n in nights:
+        with trajdebug.run("stay-desk", path=str(path), task="book R-12") as run:
+            with trajdebug.step("book_stay", kind="agent", input={"from": "05-02", "to": "05-05"}) as agent:
+                with trajdebug.step("reserve", kind="tool", input={"nights": n}) as t:
+                    t.output = {"held": n}
+                agent.output = {"booked": n}
+            if n != nights[0]:
+                run.fail(f"booked {n} nights for a 3-night stay")
+        runs.append(run.load())
+    return runs
+
+
+def test_a_nested_step_asked_otherwise_inside_a_step_given_the_same_request_points_at_that_step(tmp_path: Path) -> None:
+    """A nested step's request comes from the step enclosing it: when the first step inside to differ was asked
+    something else while the enclosing step was given the same request, the enclosing step is the first
+    divergence and an origin, and no line says its request changed outside the recorded steps."""
+    good, bad = _booking_runs(tmp_path / "runs.jsonl", (3, 4))
+    al = align(good, bad)
+    first = al.first_divergence
+    assert first is not None and first.name == "book_stay" and first.status == "output"
+    assert [p.name for p in al.origins] == ["book_stay"]
+    out = CliRunner().invoke(cli, ["diff", str(tmp_path / "runs.jsonl"), str(tmp_path / "runs.jsonl")]).output
+    assert "first divergence: book_stay#" in out and "outside the recorded steps" not in " ".join(out.split())
+
+
+def test_an_enclosing_step_with_an_inner_step_whose_own_answer_differs_is_not_an_origin(tmp_path: Path) -> None:
+    """An enclosing step given the same request is no origin when, besides an inner call asked something else
+    (an audit event carrying a fresh request id), an inner step given the same request answered otherwise:
+    that inner step is the origin (rev52w M2: the rule looked at the first differing inner step only)."""
+    import uuid
+
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    runs = []
+    for answer in ("3 nights", "4 nights"):
+        with trajdebug.run("desk", path=str(path), task="book R-12") as run:
+            with trajdebug.step("book_stay", kind="agent", input={"from": "05-02", "to": "05-05"}) as agent:
+                with trajdebug.step("audit", kind="tool", input={"event": "start", "request_id": str(uuid.uuid4())}) as a:
+                    a.output = {"ok": True}
+                with trajdebug.step("llm", kind="llm", input={"prompt": "how many nights 05-02..05-05?"}) as m:
+                    m.output = {"text": answer}
+                with trajdebug.step("reserve", kind="tool", input={"nights": answer}) as t:
+                    t.output = {"held": answer}
+                agent.output = {"booked": answer}
+            if answer != "3 nights":
+                run.fail("booked 4 nights for a 3-night stay")
+        runs.append(run.load())
+    al = align(*runs)
+    assert [p.name for p in al.origins] == ["llm"]
+
+
+def test_a_first_divergence_asked_otherwise_by_an_enclosing_step_asked_otherwise_names_that_step() -> None:
+    """A nested step whose request differs under an enclosing step whose own request differs too (code between
+    the top-level steps changed it) is said to take its request from that step, not from outside the steps."""
+    from trajdebug.core.model import Run, Step
+    from trajdebug.replay.diffview import first_divergence
+
+    def run(rid: str, limit: int, outcome: str) -> Run:
+        return Run(rid, "ferry-desk", outcome=outcome, metadata={"task": "book KL-4"}, steps=(
+            Step("1", "book_crossing", "agent", input={"limit": limit}, output={"ok": limit}, start_ns=1, end_ns=9),
+            Step("2", "deck_plan", "tool", parent_id="1", input={"limit": limit}, output={"free": limit},
+                 start_ns=2, end_ns=3),
+        ))
+
+    al = align(run("g", 3, "success"), run("b", 2, "failure"))
+    text = " ".join("".join(t for t, _ in line) for line in first_divergence(al))
+    assert "first divergence: deck_plan#" in text
+    assert "its request comes from the step enclosing it, book_crossing#" in text and "differs too" in text
+    assert "outside the recorded steps" not in text

@@ -1075,5 +1075,33 @@ def test_a_proof_by_automatic_oracles_leaves_the_rankers_verdict_and_says_whose_
     note = verdict_note(after) or ""
     assert note.startswith(f"verdict: {before.verdict}") and "proved" not in note
     assert note.endswith("the answers of reference:r-good single out parse_statement#parse, no person's: not a proof")
-    assert after.root_causes[0].step_id == "parse" and "by reference:r-good" in after.root_causes[0].reasons[0]
-    assert guided_lines(after.guided)[1].strip().endswith("proved by 2 answer(s) of reference:r-good")
+    assert after.root_causes[0].step_id == "parse" and "of reference:r-good" in after.root_causes[0].reasons[0]
+    assert after.root_causes[0].reasons[0].startswith("singled out by 1 answer(s) of reference:r-good")
+    # Rendered as the CLI renders it (with the proof), the guided line counts what the reason counts.
+    from trajdebug.analysis import proof
+
+    line = guided_lines(after.guided, proof=proof(after))[1].strip()
+    assert line == "root: parse_statement#parse, singled out by 1 answer(s) of reference:r-good (2 answers in all), not a person's: no proof"
+    assert not [r for c in after.root_causes for r in c.reasons if r.startswith("proved")]
+
+
+def test_a_root_the_answers_prove_has_no_reason_saying_it_has_no_evidence_of_its_own() -> None:
+    """The answers that prove a root (or single it out) are its evidence: the ranking's "no evidence of its own"
+    goes from its reasons (nu25 F10 read "proved by 2 answer(s)" and "no evidence of its own" on one
+    candidate)."""
+    for by in ("person", "reference:r-good"):
+        before, after = _proved_by_answers(by)
+        [was] = [c for c in before.root_causes if c.step_id == "parse"]
+        hedged = dataclasses.replace(was, reasons=("no evidence of its own: ranked by its place", *was.reasons))
+        loc = before.localization
+        a = dataclasses.replace(
+            before,
+            localization=dataclasses.replace(
+                loc, candidates=tuple(hedged if c.step_id == "parse" else c for c in loc.candidates)
+            ),
+        )
+        from trajdebug.analysis import settled
+
+        moved = settled(dataclasses.replace(a, guided=after.guided))
+        [root] = [c for c in moved.root_causes if c.step_id == "parse"]
+        assert not any(r.startswith("no evidence of its own") for r in root.reasons), by

@@ -690,3 +690,29 @@ class TestAZeroPassingRunsNeverHad:
         top = analyze(bad, references=refs).root_causes[0]
         assert top.step_id == lookup.step_id
         assert "annual_rate=0 where every one of 4 passing runs had a non-zero value (0.08 to 0.15)" in top.reasons
+
+
+def test_show_says_what_the_workflow_named_step_inside_an_agent_run_as_a_tool_is(
+    processor: TrajdebugProcessor, tmp_path: Path
+) -> None:
+    """An agent run as a tool runs its own ``Runner.run``, whose task span the SDK names after the workflow: the
+    step keeps the SDK's name, and `show` marks it a nested run, not a recursive run of the workflow (nu25 F12);
+    the top task span is not marked."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+    from trajdebug.report.text import NESTED_RUN
+
+    inner = Agent(name="scout", instructions="Pick.", model=ScriptedModel([[_answer("Pick FLM-106.")]]))
+    call = ResponseFunctionToolCall(arguments='{"input": "pick a film"}', call_id="call_1", name="scout",
+                                    type="function_call", id="fc_1")
+    outer = Agent(name="programmer", instructions="Plan.", model=ScriptedModel([[call], [_answer("Booked.")]]),
+                  tools=[inner.as_tool(tool_name="scout", tool_description="Pick a film")])
+    asyncio.run(Runner.run(outer, "Plan the block"))
+    run = processor.to_run()
+    tasks = [s for s in run.steps if s.attributes.get("agents.span_type") == "task"]
+    nested = [s for s in tasks if s.parent_id is not None]
+    assert len(tasks) == 2 and len(nested) == 1 and nested[0].name == tasks[0].name
+    out = CliRunner().invoke(cli, ["show", str(tmp_path / "runs.jsonl")], env={"COLUMNS": "300"}).output
+    marked = [line for line in out.splitlines() if NESTED_RUN in line]
+    assert len(marked) == 1 and f"#{nested[0].step_id[-6:]}" in marked[0]

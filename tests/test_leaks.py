@@ -182,3 +182,80 @@ def test_reading_a_foreign_source_redacts_it(tmp_path: Path) -> None:
     text = json.dumps([trajdebug.core.schema.run_to_dict(r) for r in got.runs], default=str)
     assert [] == _leaks(text)
     assert got.runs[0].metadata["recorder"]["redacted"]
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": value}
+
+
+def _s(text: str) -> dict[str, str]:
+    return {"stringValue": text}
+
+
+def _span_everywhere(trace: int, i: int, text: str) -> dict[str, Any]:
+    """A span carrying ``text`` in every place a span can: its name, string, array and key-value list
+    attributes (flat, JSON inside a string, an LLM span's flattened messages and tool call, GenAI messages),
+    an attribute named as a secret, an event's name and attributes, a link's attributes, its status message."""
+    messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}])
+    kind = ("LLM", "TOOL", "AGENT")[i % 3]
+    return {
+        "traceId": f"{trace + 1:032x}",
+        "spanId": f"{trace + 1:08x}{i + 1:08x}",
+        "parentSpanId": "" if i == 0 else f"{trace + 1:08x}{1:08x}",
+        "name": f"step {text}",
+        "startTimeUnixNano": str(1000 + i),
+        "endTimeUnixNano": str(2000 + i),
+        "attributes": [
+            _attr("openinference.span.kind", _s(kind)),
+            _attr("input.value", _s(json.dumps({"q": text, "nested": {"why": text}}))),
+            _attr("output.value", _s(text)),
+            _attr("note", _s(f"caf\u00e9 \u2014 {text} \u00e9t\u00e9")),
+            _attr("tags", {"arrayValue": {"values": [_s(text), _s("plain")]}}),
+            _attr("config", {"kvlistValue": {"values": [_attr("inner", _s(text))]}}),
+            _attr("password", _s("plain words here")),
+            _attr(f"header {text}", _s("x")),
+            _attr("llm.input_messages.0.message.role", _s("user")),
+            _attr("llm.input_messages.0.message.content", _s(text)),
+            _attr("llm.output_messages.0.message.role", _s("assistant")),
+            _attr("llm.output_messages.0.message.tool_calls.0.tool_call.id", _s(f"call_{i}")),
+            _attr("llm.output_messages.0.message.tool_calls.0.tool_call.function.name", _s("lookup")),
+            _attr("llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments", _s(json.dumps({"a": text}))),
+            _attr("gen_ai.input.messages", _s(messages)),
+        ],
+        "events": [
+            {"name": f"exception {text}", "timeUnixNano": str(1500 + i), "attributes": [
+                _attr("exception.type", _s("ValueError")), _attr("exception.message", _s(text)),
+                _attr("exception.stacktrace", _s(f'Traceback:\n  File "a.py"\n{text}')),
+            ]},
+        ],
+        "links": [{"traceId": f"{trace + 1:032x}", "spanId": f"{trace + 1:08x}{1:08x}", "attributes": [_attr("why", _s(text))]}],
+        "status": {"code": 2, "message": text},
+    }
+
+
+def test_import_of_otlp_lines_redacts_every_place_a_span_holds(tmp_path: Path, cli_run: Any) -> None:
+    """``import --from otlp`` of JSON Lines whose spans carry each of the 19 secrets in every place a span can
+    (several runs, so the redactor's memory of strings seen is warm, and each secret also in a later run)
+    writes none of them, and writes what redacting every record the general way writes, byte for byte."""
+    from trajdebug.core.codec import dumps_line
+    from trajdebug.core.redaction import set_policy
+    from trajdebug.core.schema import run_to_records
+    from trajdebug.sources.formats.otlp import iter_otlp
+
+    lines = []
+    for trace in range(4):
+        spans = [_span_everywhere(trace, i, text) for i, text in enumerate(_TEXTS[trace % 2 :: 2] + _TEXTS[:3])]
+        resource = {"attributes": [_attr("service.name", _s(_TEXTS[trace])), _attr("session.id", _s("s-1"))]}
+        scope = {"scope": {"name": f"scope {_TEXTS[trace + 4]}"}, "spans": spans}
+        lines.append(json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [scope]}]}))
+    src = tmp_path / "spans.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    assert len(_leaks(src.read_bytes())) == 19
+    out = tmp_path / "out.jsonl"
+    got = cli_run("import", str(src), "--from", "otlp", "-o", str(out), env=ENV)
+    assert got.returncode == 0, got.stderr
+    written = out.read_bytes()
+    assert [] == _leaks(written) + _leaks(got.stdout) + _leaks(got.stderr)
+    set_policy(pii=("email",))
+    general = b"".join(dumps_line(r) for run in iter_otlp(src, []) for r in run_to_records(run))
+    assert written == general

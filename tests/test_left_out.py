@@ -93,6 +93,19 @@ def test_a_part_left_out_that_is_no_stated_gap_says_nothing() -> None:
     assert all("left out the" not in r for c in loc.ranked_all if c.step_id == "p" for r in c.reasons)
 
 
+def test_an_answer_is_read_for_parts_only_where_its_given_text_writes_two_numbers() -> None:
+    """A step given texts of fewer than two numbers each can have left out no part written beside another, so its
+    answer is never read (an answer that no JSON writer takes raises nothing); given ``1,240 + 35`` the same step
+    is found keeping the first part."""
+    from trajdebug.analysis._left_out import _part_left_out
+
+    gaps = [(35.0, 0.0, "1275", "1240")]
+    unwritable = {("units", 1): 1240}  # a tuple key: ``json.dumps`` raises on it
+    assert _part_left_out({"text": "client Marlow, 1,240 units", "note": "rush"}, unwritable, gaps) is None
+    kept = _part_left_out("pallets 1,240 + crates 35", {"units": 1240}, gaps)
+    assert kept == ("1,240", "35", "1275", "1240")
+
+
 def _planner_run(plan: str, message: str) -> Run:
     stops = ["Alder Quay", "Brook End", "Cobalt Hill", "Dunmore Gate"]
     return Run(

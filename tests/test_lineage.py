@@ -1420,3 +1420,19 @@ class TestCountedItems:
         assert counted_items({"a": [1, 2, 3, 4]}, six) == []
         assert counted_items({"a": ["x1", "x2", "x3"], "b": ["y1", "y2", "y3"]}, three) == []
         assert [x.raw for x in counted_items({"a": {"K-1": "kale", "K-2": "leek", "K-3": "chard"}}, three)] == ["kale", "leek", "chard"]
+
+
+def test_a_view_holds_the_atoms_and_the_text_its_values_read_to() -> None:
+    """`build_view` walks each of a step's values once, and its view holds what `atoms` and `iter_text` read of them:
+    the non-trivial atoms of input and output, and both values' strings joined and case-folded."""
+    from trajdebug.analysis.lineage._views import build_view, trivial
+    from trajdebug.core.values import atoms, iter_text
+
+    given = {"city": "Lyon", "nights": 4, "note": "arrive 2027-03-02, room 'B12'", "cut": {"__trajdebug_truncated__": "More"}}
+    got = {"booking": "BK-88120", "total": "EUR 1,240.50", "rows": [{"id": f"R-{i}", "kg": i * 2.5} for i in range(250)]}
+    view = build_view(Step("s", "book", "tool", input=given, output=got))
+    assert view.inputs == [a for a in atoms(given) if not trivial(a)]
+    assert view.outputs == [a for a in atoms(got) if not trivial(a)]
+    assert view.in_text == "\n".join(iter_text(given)).casefold()
+    assert view.out_text == "\n".join(iter_text(got)).casefold()
+    assert "more" in view.in_text and "n:1240.5" in view.out_keys

@@ -497,3 +497,84 @@ def test_a_group_of_findings_is_a_warning_when_any_asks_for_a_fix_and_info_and_w
     assert FindingGroup("missing-dependency", "est", warn.fix, (info, warn)).severity == "warning"
     assert FindingGroup("missing-dependency", "est", warn.fix, (info,)).to_dict()["severity"] == "info"
     assert sorted(g.severity for g in group_findings([info, warn])) == ["info", "warning"]
+
+
+@trajdebug.step(kind="parse")
+def parse_invoice_line(line: str) -> dict:
+    code, name, qty = line.split(";")
+    return {"code": code.strip(), "description": name.strip(), "quantity": int(qty)}
+
+
+@trajdebug.step(kind="llm")
+def classify_goods(description: str) -> str:
+    return "9030.31" if "probe" in description else "8544.42"
+
+
+@trajdebug.step(kind="llm")
+def classify_line(code: str, description: str, quantity: int) -> str:
+    return "9030.31" if "probe" in description else "8544.42"
+
+
+_INVOICE = ("QX-7781-B; Oscilloscope probes; 12", "ZK-1204-C; Copper test leads; 40", "PW-3310-A; Bench power supply; 3")
+
+
+def test_an_edge_content_inference_finds_below_the_threshold_is_no_missing_dependency(tmp_path: Path) -> None:
+    """Lint reports a missing dependency only for an edge content inference finds at 0.8 or more: one
+    19-character field handed on (inferred at about 0.7) is not reported (rev52w M1: at 0.65, 11 of 75 new
+    warnings on passing runs named a step that merely echoed the task's value as the producer)."""
+    from trajdebug.analysis import infer_dependencies
+    from trajdebug.lint import INFERRED_CONFIDENCE
+
+    with trajdebug.run("customs", store=tmp_path / "r.db") as run:
+        for line in _INVOICE:
+            classify_goods(parse_invoice_line(line)["description"])
+    recorded = run.load()
+    weak = [d.confidence for s in infer_dependencies(recorded).steps if s.name == "classify_goods" for d in s.deps]
+    assert INFERRED_CONFIDENCE == 0.8
+    assert len(weak) == 3 and all(0.5 < (c or 0) < INFERRED_CONFIDENCE for c in weak)
+    assert [f for f in lint([recorded]) if f.code == "missing-dependency"] == []
+
+
+def test_a_step_handed_short_fields_of_an_earlier_output_is_told_to_declare_the_dependency(tmp_path: Path) -> None:
+    """A step handed several fields of an earlier step's output, each too short for the recorder to track by
+    identity (a 9-character code, a description, a number), has a missing dependency whose fix is to declare
+    it, since passing the fields on records nothing."""
+    with trajdebug.run("customs", store=tmp_path / "r.db") as run:
+        for line in _INVOICE:
+            p = parse_invoice_line(line)
+            classify_line(p["code"], p["description"], p["quantity"])
+    found = [f for f in lint([run.load()]) if f.code == "missing-dependency"]
+    assert len(found) == 3 and {f.step_name for f in found} == {"classify_line"}
+    assert all("parse_invoice_line" in f.message and f.severity == "warning" for f in found)
+    assert all("under 24 characters" in f.fix and "deps=[...]" in f.fix for f in found)
+
+
+@trajdebug.step(kind="tool")
+def lookup_customer(customer_id: str) -> dict:
+    return {"id": customer_id, "name": "Helix Biotech", "tier": "gold",
+            "address": "Av. da Liberdade 190, 1250-147 Lisboa", "seats": 40, "source": "cache"}
+
+
+@trajdebug.step(kind="other")
+def price_renewal(customer: dict) -> dict:
+    return {"customer_id": customer["id"], "tier": customer["tier"], "seats": customer["seats"],
+            "list_price": 8640.0, "discount": 0.2, "price": 6912.0}
+
+
+@trajdebug.step(kind="llm")
+def write_letter(system: str, user: str) -> str:
+    return "Helix Biotech\nDear customer, your renewal comes to 6,912.00 EUR."
+
+
+def test_a_strong_edge_from_a_farther_producer_is_reported_when_a_nearer_one_matches_weakly(tmp_path: Path) -> None:
+    """A step handed a formatted string holding an earlier tool's record (inferred at 0.96) and, weaker, a
+    later step's quote (about 0.6) has a missing dependency on the tool: lint reads every edge content
+    inference finds, not the analysis's edges thinned to the nearest producer, where the weak one hides the
+    strong one (rev52w H1: suite_dev crm-01's letter, lookup_customer 0.95 behind price_renewal 0.51)."""
+    with trajdebug.run("renewals", store=tmp_path / "r.db") as run:
+        c = lookup_customer("C-2231")
+        q = price_renewal(c)
+        write_letter("Write a renewal offer letter.", "DATA:" + json.dumps({"name": c["name"], "address": c["address"], **q}))
+    [found] = [f for f in lint([run.load()]) if f.code == "missing-dependency"]
+    assert found.step_name == "write_letter" and "lookup_customer" in found.message
+    assert found.severity == "warning"

@@ -8,14 +8,21 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.test_redaction import _ESCAPED
 
 from trajdebug.core.codec import dumps_line, plain_line
 from trajdebug.core.model import REDACTED, Dependency, ErrorEvent, ErrorInfo, Run, Step
 from trajdebug.core.redaction import Redactor, key_words
-from trajdebug.core.redaction._prefilter import _decoded, _decoded_all, _holding, _swap_all, _swap_escapes
+from trajdebug.core.redaction._prefilter import (
+    _decoded,
+    _decoded_all,
+    _holding,
+    _swap_all,
+    _swap_escapes,
+    _value_suspects,
+)
 from trajdebug.core.schema import run_to_lines, run_to_records
 
 
@@ -205,6 +212,118 @@ def _lines(records: list[tuple[list[list[str]], list[list[str]]]]) -> list[bytes
     lines = [plain_line(_value(["".join(k) for k in keys], ["".join(t) for t in texts])) for keys, texts in records]
     assert all(line is not None for line in lines)
     return [line for line in lines if line is not None]
+
+
+def _fresh(pii: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> Redactor:
+    """A redactor whose memory of strings tested is empty (the policy's memo is shared otherwise)."""
+    from trajdebug.core.redaction import _redactor
+
+    _redactor._memo.cache_clear()
+    return Redactor(extra, pii=pii)
+
+
+def _tokens(pieces: list[list[str]]) -> tuple[list[bytes], bytes]:
+    """The strings of orjson's text of these strings joined (as `clean_lines` splits them), and the text."""
+    line = plain_line({"k": ["".join(p) for p in pieces]})
+    assert line is not None
+    text = _swap_escapes(line)
+    return text.split(b'"')[1::2], text
+
+
+class TestValueSuspects:
+    @settings(max_examples=500, deadline=None)
+    @given(
+        st.lists(st.lists(st.sampled_from([*_ESCAPED, *_LONGS]), min_size=1, max_size=5), min_size=1, max_size=8),
+        st.booleans(),
+        st.booleans(),
+    )
+    @example([["Bearer", " ", "abcdefghijklmnop", "0123456789"], ["plain"]], False, True)
+    @example([["plain"], ["ba\u017fic", " ", "YWI6Y2RlZmdo"], ["bAsIc YWI6Y2RlZmdo"]], False, True)
+    @example([["4111", " ", "1111", " ", "1111", " ", "1111"]], False, True)
+    def test_a_string_the_byte_passes_clear_is_clean_as_a_value(
+        self, pieces: list[list[str]], email: bool, gated: bool
+    ) -> None:
+        """Every string `_value_suspects` leaves out of its suspects (with the rules' literals or without) is
+        one the prefilter and the rules, asked of that string alone, find clean as a value."""
+        r = _fresh(("email",) if email else ())
+        tokens, _ = _tokens(pieces)
+        suspects = _value_suspects(tokens, email, r._gates if gated else None)
+        assert suspects is not None
+        assert suspects == sorted(set(suspects)) and all(0 <= k < len(tokens) for k in suspects)
+        for k, t in enumerate(tokens):
+            if k not in suspects:
+                s = _decoded(t)
+                assert not (r.may_hold(s) and r._value_rules_hit(s)), s
+
+    def test_the_passes_leave_plain_words_and_ids_out(self) -> None:
+        """Plain words, hex ids and short numbers are no suspects; a secret, a card number, an escape, a
+        character outside ASCII and a rule's literal past a rare character are."""
+        tokens, _ = _tokens([["order refund status"], ["c7b5356873b907f8"], ["1644"], ["uses sk-proj-Abc123Def456Ghi789Jkl012"],
+                             ["4111 1111 1111 1111"], ['say \\"hi\\"'], ["caf\u00e9 au lait"], ["key: token"]])
+        assert _value_suspects(tokens, False, _fresh()._gates) == [4, 5, 6, 7, 8]
+
+    def test_every_string_holding_a_card_length_run_of_digits_is_a_suspect(self) -> None:
+        """Among many strings, each one holding 13 or more digits in a row is a suspect, wherever it stands
+        (the runs are counted on from the last one found, not from the start)."""
+        pieces = [["id 1700000000123 sent"] if k % 3 == 0 else ["plain words"] for k in range(300)]
+        tokens, _ = _tokens(pieces)
+        assert _value_suspects(tokens, False, _fresh()._gates) == list(range(1, 301, 3))  # token 0 is the key "k"
+
+    def test_a_raw_nul_sends_every_string_to_the_rules(self) -> None:
+        """A string holding a raw NUL (no text orjson writes) leaves the strings to be asked one by one."""
+        assert _value_suspects([b"a\x00b", b"c"], False, None) is None
+
+
+class TestUncleanMemory:
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(_RECORDS, min_size=2, max_size=4), st.booleans())
+    def test_verdicts_with_the_memory_warm_are_those_of_an_empty_one(
+        self, runs: list[list[tuple[list[list[str]], list[list[str]]]]], email: bool
+    ) -> None:
+        """Run after run through one redactor (strings found clean and unclean remembered), `clean_lines`
+        finds each record as a redactor with nothing remembered finds it."""
+        pii = ("email",) if email else ()
+        warm = _fresh(pii)
+        verdicts = [warm.clean_lines(_lines(records)) for records in runs]
+        for records, got in zip(runs, verdicts, strict=True):
+            assert got == _fresh(pii).clean_lines(_lines(records))
+
+    def test_a_long_key_found_unclean_is_clean_later_as_a_value(self) -> None:
+        """A long string that names a secret where it is a key is not remembered unclean: as a value
+        in a later run it is clean; a short secret key's name is unclean wherever it stands."""
+        long = "the customer asked about the refund " * 3 + "api_key"
+        r = _fresh()
+        assert r.clean_lines([_one({long: "x"}), _one({"n": 1})]) == [False, True]
+        assert r.clean_lines([_one({"note": long})]) == [True]
+        assert r.clean_lines([_one({"api_key": "x"})]) == [False]
+        assert r.clean_lines([_one({"note": "api_key"})]) == [False]
+
+
+    def test_the_strings_remembered_unclean_are_bounded_in_characters(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A secret resent inside ever-different long texts (an API key in a growing conversation) is not kept
+        without bound: the memory of unclean strings is emptied past the memo's character cap."""
+        from trajdebug.core.redaction import _redactor
+
+        monkeypatch.setattr(_redactor, "_MEMO_CHARS", 20_000)
+        r = _fresh()
+        for k in range(200):
+            text = f"turn {k}: " + "the conversation so far " * 20 + "uses sk-proj-Abc123Def456Ghi789Jkl012"
+            assert r.clean_lines([_one({"note": text})]) == [False]
+            assert sum(map(len, r._memo.unclean)) <= 20_000
+        assert r.clean_lines([_one({"note": "uses sk-proj-Abc123Def456Ghi789Jkl012"})]) == [False]
+
+    def test_a_value_found_unclean_is_unclean_again_wherever_it_stands(self) -> None:
+        """A string holding a secret is found unclean as a value and as a key, run after run."""
+        secret = "uses sk-proj-Abc123Def456Ghi789Jkl012"
+        r = _fresh()
+        for value in ({"note": secret}, {secret: 1}, {"note": secret}):
+            assert r.clean_lines([_one(value), _one({"n": 1})]) == [False, True]
+
+
+def _one(value: Any) -> bytes:
+    line = plain_line(value)
+    assert line is not None
+    return line
 
 
 def _old_clean_lines(r: Redactor, encoded: list[bytes]) -> list[bool]:

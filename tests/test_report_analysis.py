@@ -76,9 +76,10 @@ def test_after_answers_the_proved_root_and_the_steps_they_ruled_out_are_tagged_s
 
 def test_a_same_input_passing_run_answering_for_guided_tags_no_step_proved_or_ruled_out() -> None:
     """When the answers are a passing run's of the same input (an automatic oracle under ``--guided``), no step
-    is tagged "proved root", "ruled out" or "wrong, not the root": its proof is no verdict, so the ranking's tags
-    and confidences stay, as the verdict line says (review rev51u H3: a reference differing in a timestamp
-    tagged its step "proved root" and the true root "ruled out")."""
+    is tagged "proved root", "ruled out" or "wrong, not the root": its proof is no verdict, so the other steps
+    keep the ranking's tags and confidences, and the root it singles out is tagged so, with no confidence and
+    never "proved" (review rev51u H3: a reference differing in a timestamp tagged its step "proved root" and
+    the true root "ruled out"; nu25 F10: "proved by 2 answer(s)" beside "confidence 0%" and "not a proof")."""
     import dataclasses
 
     from tests.builders import quote_runs
@@ -94,5 +95,53 @@ def test_a_same_input_passing_run_answering_for_guided_tags_no_step_proved_or_ru
     assert after.verdict != "proved"
     lines = [" ".join(line.split()) for line in analysis_lines(after, width=400)]
     ranked = [line for line in lines if line[:2] in {f"{i}." for i in range(1, 10)}]
-    assert ranked and all("confidence" in line for line in ranked)
-    assert not [line for line in ranked if "proved root" in line or "ruled out" in line or "not the root" in line]
+    root, *others = ranked
+    assert "singled out by the answers, not a person's: no proof" in root and "confidence" not in root
+    assert others and all("confidence" in line for line in others)
+    assert not [line for line in ranked if "proved" in line or "ruled out" in line or "not the root" in line]
+    assert not [line for line in lines if "proved by" in line]
+
+
+def test_the_verdict_under_answers_that_single_out_another_step_names_the_rankings_own_best_candidate() -> None:
+    """When the answers move a step the ranking put low to the head of the list, the verdict's confidence is
+    the ranking's own best candidate's, named, never read off the step now first (nu25 F10: "likely (the best
+    candidate's calibrated confidence is 0%)" above a root the answers single out)."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import ReferenceOracle, analyze, guided_search, settled
+    from trajdebug.report.analysis import verdict_note
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    after = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good))))
+    top = a.root_causes[0]
+    assert after.root_causes[0].step_id != top.step_id and top.confidence is not None
+    note = " ".join((verdict_note(after) or "").split())
+    own = f"(the ranking's own best candidate, {top.step_id and bad.step(top.step_id).name}#{top.step_id}, has"
+    assert own in note and f"calibrated confidence {top.confidence:.0%})" in note
+    assert note.endswith("single out pick_rate#4, no person's: not a proof")
+
+
+def test_answers_that_place_candidates_say_so_in_the_json_beside_the_rankings_confidence() -> None:
+    """Each candidate of an analysis the answers re-ordered carries ``standing``, the word the reports show in
+    place of its confidence (``proved``, ``singled out``, ``ruled out``, ``wrong, not the root`` or null); an
+    analysis with no answers has no such key."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import ReferenceOracle, analyze, guided_search, settled
+    from trajdebug.core.model import Answer
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    assert all("standing" not in c for c in a.to_dict()["root_causes"])
+    auto = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good)))).to_dict()["root_causes"]
+    assert auto[0]["standing"] == "singled out" and all(c["standing"] is None for c in auto[1:])
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    mine = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    causes = mine.to_dict()["root_causes"]
+    assert causes[0]["standing"] == "proved" and isinstance(causes[0]["confidence"], float)
+    assert {c["standing"] for c in causes[1:]} <= {"ruled out", "wrong, not the root"}

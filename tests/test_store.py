@@ -405,3 +405,76 @@ def test_a_batch_of_one_runs_steps_is_grouped_as_any_batch_is() -> None:
     assert [len(g.lines) for g in two.values()] == [50, 1]
     odd, _ = _group([bytearray(steps[0]), *steps[1:]])  # type: ignore[list-item]
     assert odd[rid].steps == 50
+
+
+def _two_runs(store: Path) -> None:
+    """A passing and a failing run of one small agent, recorded by the recorder and imported into ``store``
+    (``trajdebug import`` closes the store when done; the recorder keeps its store open until the process
+    exits)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    recorded = store.with_name("recorded.jsonl")
+    for qty in ("1200", "1"):
+        with trajdebug.run("customs", path=recorded, task="INV-7741") as run:
+            with trajdebug.step("parse_line", kind="parse", input={"line": "Probes; 1,200"}) as s:
+                s.output = {"quantity": int(qty)}
+            if qty == "1":
+                run.fail("line values do not sum to the invoice total")
+    trajdebug.flush()
+    out = CliRunner().invoke(cli, ["import", str(recorded), "-o", str(store)])
+    assert out.exit_code == 0, out.output
+
+
+def test_a_store_only_read_is_left_without_log_files(tmp_path: Path) -> None:
+    """`show`, `analyze` and `diff` only read a store: it is left as they found it, with no ``-wal`` or ``-shm``
+    file beside it (nu25: every store only read kept both)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    store = tmp_path / "runs.db"
+    _two_runs(store)
+    trajdebug.flush()
+    logs = [store.with_name("runs.db-wal"), store.with_name("runs.db-shm")]
+    assert not any(f.exists() for f in logs)
+    for args in (["show", str(store)], ["analyze", str(store)], ["diff", str(store), str(store)]):
+        out = CliRunner().invoke(cli, args)
+        assert out.exit_code in (0, 1), out.output
+        assert not any(f.exists() for f in logs), args
+
+
+def test_a_reader_leaves_the_log_files_of_a_store_another_connection_holds_open(tmp_path: Path) -> None:
+    """Closing a read-only store never takes the log files from under a connection still open on it (a recorder
+    writing): they stay, and that connection goes on writing."""
+    store = tmp_path / "runs.db"
+    _two_runs(store)
+    trajdebug.flush()
+    with Store(store) as writer:
+        writer.connection().execute("SELECT count(*) FROM runs").fetchone()
+        with Store(store, readonly=True) as reader:
+            assert len(reader.list_runs()) == 2
+        assert store.with_name("runs.db-wal").exists()
+        writer.save_run(Run("r-3", "customs", outcome="success"))
+        assert len(writer.list_runs()) == 3
+
+
+def test_a_store_renamed_or_removed_while_read_leaves_no_empty_store_in_its_place(tmp_path: Path) -> None:
+    """A store renamed (log rotation) or removed while a reader had it open leaves no store file at its old path
+    when the reader closes: no empty file that every command would then refuse to read (rev52w M3)."""
+    for gone in ("renamed", "removed"):
+        (tmp_path / gone).mkdir()
+        store = tmp_path / gone / "runs.db"
+        _two_runs(store)
+        trajdebug.flush()
+        reader = Store(store, readonly=True)
+        assert len(reader.list_runs()) == 2
+        if gone == "renamed":
+            store.rename(tmp_path / gone / "archive.db")
+        else:
+            store.unlink()
+        reader.close()
+        assert not store.exists(), gone
+    with Store(tmp_path / "renamed" / "archive.db", readonly=True) as moved:
+        assert len(moved.list_runs()) == 2

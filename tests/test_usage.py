@@ -149,6 +149,26 @@ class TestRecorded:
         assert u.completion_tokens == sum(a["usage"]["completion_tokens"] for a in answers)
         assert u.model == "gpt-4o-mini" and u.cost is not None and u.cost > 0
 
+    def test_show_keeps_the_runs_usage_whole_on_a_narrow_terminal(self, tmp_path: Path) -> None:
+        """On an 80-column terminal, `trajdebug show`'s header puts the run's usage on a line of its own rather
+        than breaking it at a space: the LLM call count stays beside its noun (nu25: "69.9ms  9" then "LLM calls
+        1,343 tok")."""
+        from click.testing import CliRunner
+
+        from trajdebug.cli import cli
+
+        path = tmp_path / "runs.jsonl"
+        with FakeModelServer(["four", "five", "six"]) as server, trajdebug.run("arrears-letter-agent", path=path):
+            for q in ("2+2?", "2+3?", "3+3?"):
+                with trajdebug.step("ChatCompletion", kind="llm") as s:
+                    s.output = _chat(server.base_url, q)
+        trajdebug.flush()
+        out = CliRunner().invoke(cli, ["show", str(path)], env={"COLUMNS": "80"}, terminal_width=80)
+        lines = out.output.splitlines()
+        assert lines[0].startswith("run ") and lines[0].rstrip().endswith("ms")
+        assert lines[1].startswith("  3 LLM calls") and " tok (" in lines[1]
+        assert all(len(line) <= 80 for line in lines[:2])
+
     def test_show_prints_tokens_and_cost(self, tmp_path: Path) -> None:
         """`trajdebug show` prints each LLM step's tokens and the run's total cost; --json carries usage."""
         from click.testing import CliRunner

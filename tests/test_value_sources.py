@@ -135,3 +135,25 @@ def test_a_number_the_failure_holds_against_a_limit_is_named_not_expected_and_it
     [(stated, w_stated)] = _rental("rental 2025-03-04 to 2025-07-04 needs 122 days of cover")
     assert checked == "was given '122', which the failure at reserve names, and did not pass it on"
     assert "expects" not in stated and w_checked == pytest.approx(w_stated / 2)
+
+
+def test_a_failing_step_linked_only_by_what_its_message_states_is_said_to_name_that_value_and_given_no_other() -> None:
+    """A check that recorded nothing it read is linked to the bay assignment by the route its message states
+    (``the standard van``): the assignment introduced a value the failure names, not one the check was given,
+    and the assignment's other values (its bay, its status), which the message never states, are no values the
+    failure involves (review rev51o3, M2)."""
+    from trajdebug.analysis import analyze
+    from trajdebug.core.model import ErrorInfo
+
+    message = "no slot left for the standard van"
+    steps = (
+        Step("root", "desk", "agent", input="plan order 7", start_ns=0, end_ns=100),
+        Step("a", "assign_bay", "tool", input={"order": 7}, parent_id="root", start_ns=2, end_ns=3,
+             output={"bay": "bay-7", "route": "standard van", "status": "accepted"}),
+        Step("c", "check_slot", "other", parent_id="root", start_ns=90, end_ns=91, status="error",
+             error=ErrorInfo("Refused", message)),
+    )
+    causes = analyze(Run("r", "desk", outcome="failure", steps=steps), model=None).root_causes
+    reasons = [r for c in causes for r in c.reasons]
+    assert "introduced route=standard van, which the failure at check_slot names" in reasons
+    assert not any("where the run failed, was given" in r or "bay=" in r or "accepted" in r for r in reasons)

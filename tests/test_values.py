@@ -327,3 +327,54 @@ def test_two_dates_name_one_year_unless_both_name_a_year_and_they_differ() -> No
     assert date_year("2024-06-15") == "2024" and date_year("15 June") is None
     assert same_year("2024-06-15", "15/06/2024") and same_year("2024-06-15", "June 15")
     assert not same_year("2024-06-15", "2025-06-15")
+
+
+# -- read: the atoms and the strings of a value from one walk ----------------------------------------------------
+
+_JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(
+        ["EUR 1,200.50", "T-123 shipped on 2024-01-02", "said 'Lyon'", '{"a": [1, "X-99"]}', "a,b\n1,2", "", "four"]
+    ),
+    st.text(max_size=30),
+)
+_KEYS = st.one_of(st.sampled_from(["amount", "City", values.SUMMARY_KEY, "__trajdebug_truncated__"]), st.text(max_size=8))
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.tuples(inner, inner), st.dictionaries(_KEYS, inner, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES)
+def test_one_reading_of_a_value_gives_its_atoms_and_its_strings(value: object) -> None:
+    """`read` gives what `atoms` and `iter_text` give, each, for any value (markers and summaries included)."""
+    reading = values.read(value)
+    assert reading.atoms == atoms(value)
+    assert reading.texts == list(values.iter_text(value))
+
+
+def test_a_reading_past_the_atom_limit_keeps_every_string() -> None:
+    """Where a value holds more atoms than are read, `read` stops its atoms at the limit as `atoms` does and still
+    gives every string after it, as `iter_text` does."""
+    rows = [{"id": f"ID-{i}", "kg": i * 1.5, "note": f"crate {i} 'q{i}'"} for i in range(300)]
+    value = [{"rows": rows}, "then shipped on 2024-05-06", {"k": "v"}]
+    reading = values.read(value)
+    assert len(reading.atoms) == values.MAX_ATOMS and reading.atoms == atoms(value)
+    assert reading.texts == list(values.iter_text(value))
+    assert reading.texts[-2:] == ["then shipped on 2024-05-06", "v"]
+
+
+def test_a_reading_keeps_the_strings_of_a_truncation_marker_but_not_its_atoms() -> None:
+    """A truncation marker's values are no atoms of the value, yet its strings are strings of it (as `iter_text`
+    reads them), and the atoms of the values beside the marked one are still read."""
+    value = {"cut": {"__trajdebug_truncated__": "preview EUR 12.50", "chars": 9000}, "total": 31}
+    reading = values.read(value)
+    assert [a.key for a in reading.atoms] == ["n:31"]
+    assert reading.texts == ["preview EUR 12.50"]

@@ -8,7 +8,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``swallowed-exception`` | an exception left a step and nothing recorded its handling: no retry recovered it, no ``fallback()`` ignored it, it did not fail the run |
 | ``broken-chain`` | an error names a cause, a step or a propagation step that is not in the run, or propagates through a step that does not enclose it |
 | ``open-stage`` | a step that never finished in a run that ended; a run that never ended |
-| ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it); a step a framework or importer recorded gets that route's advice, not ``deps=`` (`ROUTE_EDGES`) |
+| ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it at `INFERRED_CONFIDENCE` or more); a step a framework or importer recorded gets that route's advice, not ``deps=`` (`ROUTE_EDGES`) |
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
 | ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`; not a tool whose every call ended within 1 ms: `IN_PROCESS_NS`) |
@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajdebug.core.lifecycle.machine import TERMINAL
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.record.registry import MIN_TRACKED_STR
 
 
 CODES: dict[str, str] = {
@@ -43,7 +44,12 @@ CODES: dict[str, str] = {
 """Every finding code and what it means."""
 
 INFERRED_CONFIDENCE = 0.8
-"""An inferred data edge at least this confident counts as content saying data flowed."""
+"""An edge content inference (`trajdebug.analysis.infer_dependencies`) finds at least this confident counts as
+content saying data flowed.  Lower floors were measured on 311 passing runs of the development suites (rev52w,
+fix52x): 0.65 added 75 warnings, 11 naming as the producer a step that merely echoed a value of the task, and
+0.7 added 50, 13 whose value is the task's (8: ``sales_history`` "holds output of" ``read_stock`` for the task's
+SKU); a CI job fails on each.  A short field handed on (about 0.7) is left unreported."""
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -250,6 +256,9 @@ def _missing_dependencies(
     ]
     if not candidates:
         return
+    # Plain content inference, not the analysis's thinned edges: thinning keeps the nearest producer of a
+    # value, so a weak nearer match would hide a strong farther one (rev52w H1: crm-01's lookup_customer, 0.95,
+    # behind price_renewal, 0.51), and lint would drop a real missing dependency.
     inferred = infer_dependencies(run).step_map()
     for s in candidates:
         got = inferred.get(s.step_id)
@@ -272,6 +281,13 @@ def _missing_dependencies(
             )
             if route is not None:  # a framework's or an importer's step: deps= does not apply to it
                 fix = _route_fix(route)
+            elif _untracked(s, edges):
+                # Passing it on as it is records nothing either: the recorder tracks no such value by identity.
+                fix = (
+                    f"what it was given ({', '.join(sorted({str(d.key) for d in edges}))}) is a number or a string "
+                    f"under {MIN_TRACKED_STR} characters, which the recorder does not track by identity: declare "
+                    f"the dependency (deps=[...] or s.uses(...) in {s.name})"
+                )
             elif relays:
                 # Passing the returned object would not help: a step that returns its own argument
                 # makes nothing new, so identity tracking credits the object to the step that made it.
@@ -289,6 +305,17 @@ def _missing_dependencies(
             )
             # A span link records an OTLP edge; a framework's or another importer's step can declare none.
             yield found if route in (None, "otlp") else replace(found, actionable=False)
+
+
+def _untracked(step: Step, edges: Sequence[Dependency]) -> bool:
+    """Whether every input value the inferred edges name (their ``key``) is one the recorder does not track by
+    identity (a number, a string shorter than `MIN_TRACKED_STR`): passing the producer's object on would not
+    record the edge (nu25: a 19-character description)."""
+    given = step.input if isinstance(step.input, dict) else {}
+    values = [given[k] for k in (str(d.key).split(".", 1)[0] for d in edges if d.key) if k in given]
+    return bool(values) and all(
+        isinstance(v, (int, float)) or (isinstance(v, str) and len(v) < MIN_TRACKED_STR) for v in values
+    )
 
 
 ROUTE_EDGES = {

@@ -19,7 +19,16 @@ from trajdebug.analysis._detect import (
 )
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
-from trajdebug.analysis._guided_result import answer_standing, person_proof, proof, settled
+from trajdebug.analysis._guided_result import (
+    PROVED,
+    SINGLED_OUT,
+    answer_standing,
+    person_proof,
+    proof,
+    settled,
+    singled_out,
+    whose,
+)
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
@@ -62,6 +71,8 @@ __all__ = [
     "Model",
     "analyses_to_dict",
     "analyze",
+    "PROVED",
+    "SINGLED_OUT",
     "answer_standing",
     "analyze_errors",
     "cut_short_steps",
@@ -71,6 +82,8 @@ __all__ = [
     "guided_search",
     "settled",
     "person_proof",
+    "singled_out",
+    "whose",
     "proof",
     "features",
     "infer_dependencies",

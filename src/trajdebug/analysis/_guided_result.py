@@ -372,6 +372,34 @@ NOT_A_ROOT = "not a structural root"
 """How a ranked step's reason opens when the ranking found an input or a step further up at least as suspect
 (`trajdebug.analysis._localize`): answers that prove the step the root overrule it, and the reason goes."""
 
+NO_EVIDENCE = "no evidence of its own"
+"""How a ranked step's reason opens when no diagnoser said anything of it (`trajdebug.analysis._localize`): the
+answers that prove it the root, or single it out, are its evidence, and the reason goes (nu25 F10 read "proved"
+and "no evidence of its own" on one candidate)."""
+
+PROVED = "proved"
+"""`answer_standing`'s word for the root a person's answers prove."""
+
+SINGLED_OUT = "singled out"
+"""`answer_standing`'s word for the root answers an automatic oracle took part in (a passing run of the same
+input, an expectation, a judge) prove: a lead, not a proof, named with whose answers they are, in place of the
+ranking's confidence (nu25 F10: "proved by 2 answer(s)" beside "confidence 0%" and "not a proof")."""
+
+
+def singled_out(analysis: Analysis) -> bool:
+    """Whether the guided search's answers single out a root that an automatic oracle took part in proving
+    (`SINGLED_OUT`): certain, no conflict, and not `person_proof`."""
+    g = analysis.guided
+    return bool(g is not None and g.root and g.certain and not g.conflict and not person_proof(analysis))
+
+
+def whose(analysis: Analysis) -> str:
+    """Who gave the answers that prove (or single out) the root: each answerer once, those of `proof` when
+    the root's own answers make it, else every answerer."""
+    g = analysis.guided
+    found = dict.fromkeys(a.by for a in proof(analysis))
+    return ", ".join(found or (g.answerers() if g is not None else ()))
+
 
 def _grouping(g: Guided, said: Mapping[str, Answer]) -> Callable[[str], int]:
     """Where the answers put a step (`settled`): 0 the root they prove, 1 a suspect they leave (every step when
@@ -391,15 +419,17 @@ def _grouping(g: Guided, said: Mapping[str, Answer]) -> Callable[[str], int]:
 
 
 def answer_standing(analysis: Analysis) -> dict[str, str]:
-    """Per candidate of the analyzed run a person's answers placed (`settled`): ``proved`` (the root
-    `person_proof` proves), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
+    """Per candidate of the analyzed run the answers placed (`settled`): ``proved`` (the root
+    `person_proof` proves), ``singled out`` (the root answers an automatic oracle took part in prove: who
+    gave them is said beside it, and it is no verdict), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
     person's, cleared it) or ``wrong, not the root`` (a person answered it wrong and the answers, all a
     person's, leave the root elsewhere: it passed on a wrong value).  What the reports tag a candidate by in
     place of the ranking's "suspect" and confidence, which the answers outdated (nu24 read a proved root
     "confidence 2%" and a step "suspect" and "cleared by the answers" at once).  A suspect they leave is not
-    named, nor a step an automatic oracle (a passing run of the same input, an expectation, a judge) took part
-    in placing: its proof is no verdict (round 50), so the ranking's tag stands (rev51u H3: a reference
-    differing in a timestamp tagged its step "proved root" and the true root "ruled out")."""
+    named, nor a step other than the root an automatic oracle (a passing run of the same input, an
+    expectation, a judge) took part in placing: its proof is no verdict (round 50), so the ranking's tag
+    stands (rev51u H3: a reference differing in a timestamp tagged its step "proved root" and the true root
+    "ruled out"); the root it singles out is tagged so, never "proved"."""
     g = analysis.guided
     if g is None or g.failure is None or not g.questions:
         return {}
@@ -420,7 +450,8 @@ def _tag(group: int, answer: Answer | None, proved: bool, persons: bool) -> str 
     only when a person's answers prove the root, and a clearing only from a person's answer or, inferred,
     from answers that are all a person's (``persons``)."""
     if group == 0:
-        return "proved" if proved else None
+        # Whoever's answers prove it, they replace the ranking's confidence; an automatic oracle's is a lead.
+        return PROVED if proved else SINGLED_OUT
     if group == 3:
         return "ruled out" if answer is not None and _by_person(answer) else None
     if group == 2 and persons:
@@ -444,17 +475,22 @@ def settled(analysis: Analysis) -> Analysis:
     group = _grouping(g, said)
     count = proof_count(analysis)
     proven = g.root if g.certain else None
+    lead, by = singled_out(analysis), whose(analysis)
 
     def moved(c: Candidate) -> Candidate:
         if c.run_id is not None:
             return c
         a, grp = said.get(c.step_id), group(c.step_id)
-        if grp == 0 and a is not None and a.correct is False and a.admissible:
+        if grp == 0 and not lead and a is not None and a.correct is False and a.admissible:
             note = f"proved by {count} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
+        elif grp == 0 and lead:
+            # Who answered: answers an automatic oracle (a passing run, a judge) took part in are a lead, no proof.
+            note = (
+                f"singled out by {count} answer(s) of {by} (not a person's alone: no proof): its output is wrong "
+                "and every input it consumed is correct"
+            )
         elif grp == 0:
-            # Who answered, so a proof an automatic oracle gave (a passing run, a judge) reads as its, not a person's.
-            whose = ", ".join(dict.fromkeys(a.by for a in proof(analysis))) or ", ".join(g.answerers())
-            note = f"proved by {count} answer(s) (by {whose}): its output is wrong and every input it consumed is correct"
+            note = f"proved by {count} answer(s) (by {by}): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
         elif grp == 2 and a is not None:
@@ -466,7 +502,7 @@ def settled(analysis: Analysis) -> Analysis:
         else:
             return c
         # A proven root's own answers overrule the ranking's guess that something else explains it.
-        kept = tuple(r for r in c.reasons if grp != 0 or not r.startswith(NOT_A_ROOT))
+        kept = tuple(r for r in c.reasons if grp != 0 or not r.startswith((NOT_A_ROOT, NO_EVIDENCE)))
         return replace(c, reasons=(note, *kept), root=grp == 0 or (c.root and grp == 1))
 
     def order(cs: Iterable[Candidate]) -> list[Candidate]:
@@ -522,6 +558,9 @@ def ranked_candidates(
 
 __all__ = [
     "NOT_A_ROOT",
+    "NO_EVIDENCE",
+    "PROVED",
+    "SINGLED_OUT",
     "Guided",
     "Oracle",
     "failure_step",
@@ -532,6 +571,8 @@ __all__ = [
     "post_dominated",
     "priors",
     "settled",
+    "singled_out",
     "standing",
     "trust",
+    "whose",
 ]

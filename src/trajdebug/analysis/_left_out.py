@@ -154,9 +154,13 @@ def _part_left_out(given: Any, got: Any, gaps: list[tuple[float, float, str, str
     if isinstance(got, str) or not isinstance(given, (str, Mapping)):
         return None
     texts = [given] if isinstance(given, str) else [v for v in given.values() if isinstance(v, str)]
-    out_values = {m.value for m in mentions(json.dumps(got, default=str), words=False)}
+    out_values: set[float] | None = None
     for text in texts:
         nums = mentions(text, words=False)
+        if len(nums) < 2:
+            continue  # no number written beside another: nothing to compare with the answer's (most steps)
+        if out_values is None:
+            out_values = {m.value for m in mentions(json.dumps(got, default=str), words=False)}
         for first, then in pairwise(nums):
             if first.value not in out_values or then.value in out_values or then.value <= 0:
                 continue

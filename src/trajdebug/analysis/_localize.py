@@ -45,7 +45,7 @@ from typing import Any, overload
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._guided_result import NOT_A_ROOT
+from trajdebug.analysis._guided_result import NO_EVIDENCE, NOT_A_ROOT
 from trajdebug.analysis._ranking import Ranking
 from trajdebug.analysis._sources import NAMING_FIELDS
 from trajdebug.analysis._weights import (
@@ -359,7 +359,7 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
         if cons:
             reasons.append(f"score lowered: its output also fed {len(cons)} verified-good result(s)")
     if not reasons or all(r.startswith("reaches the failure") for r in reasons):
-        reasons.insert(0, "no evidence of its own: ranked by its place in the failure's backward slice")
+        reasons.insert(0, f"{NO_EVIDENCE}: ranked by its place in the failure's backward slice")
     for step_id, conf in inferred:
         reasons.append(
             f"the path hangs on an inferred edge from {r.g.steps[step_id].name} (confidence {conf:.2f})"

@@ -19,6 +19,7 @@ from typing import Any
 from trajdebug.analysis._content import text_memo
 from trajdebug.analysis._detect import Detector, Failure, FailureGroup, group_failures
 from trajdebug.analysis._guided import Guided
+from trajdebug.analysis._guided_result import answer_standing
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._sql import schema_from_db
 from trajdebug.analysis._stages import (
@@ -144,6 +145,9 @@ class Analysis:
         names = {sid: s.name for sid, s in steps.items()}
         earlier = {(r.run_id, s.step_id): s for r in self.previous for s in r.steps}
         causes = []
+        # Where the answers placed each candidate (`answer_standing`), beside its ranking's confidence, which a
+        # proof replaces: the reports show this word in its place (nu25 F10); only when answers were given.
+        placed = answer_standing(self) if self.guided is not None and self.guided.questions else None
         for c in self.root_causes:
             s = steps[c.step_id] if c.run_id is None else earlier[(c.run_id, c.step_id)]
             causes.append(
@@ -162,6 +166,7 @@ class Analysis:
                     "signals": list(c.signals),
                     "confidence": c.confidence,
                     "share": c.share,
+                    **({} if placed is None else {"standing": placed.get(c.step_id) if c.run_id is None else None}),
                 }
             )
         return {

@@ -1,5 +1,6 @@
 """What a failure's message speaks of, beyond the values it names: the records of a list it names, the fields
-and labels it mentions, the words of the user's task it repeats, and a total it says fell short.
+and labels it mentions, the words of the user's task it repeats, a total it says fell short, and the values it
+states that a failing step which recorded nothing it read was linked by.
 
 Helpers of the value-lineage sources (`trajdebug.analysis._value_sources`), which call them with the slice and
 the failure; moved here when that module passed 600 lines.  Each returns findings or keys, never writes into
@@ -25,7 +26,8 @@ from trajdebug.analysis._sources import (
     _trivial_number,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.lineage import StepView, one_item_short, record_lists
+from trajdebug.analysis.inference import UNRECORDED_KEY
+from trajdebug.analysis.lineage import StepView, message_atoms, one_item_short, record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
 
@@ -193,3 +195,22 @@ def _task_text(sl: Slice) -> str:
         if first is not None:
             parts.append(" ".join(iter_text(first.output if first.output is not None else first.input)))
     return " ".join(parts).lower()[:20_000]
+
+
+def read_as_stated(sl: Slice, step: Step) -> bool:
+    """Whether a failing step recorded no input and is linked to what it read only by the values its message
+    states (`trajdebug.analysis.inference.UNRECORDED_KEY`): its view's input stands in the linked outputs whole."""
+    return sl.lin.view(step.step_id).given_by_parents and any(d.key == UNRECORDED_KEY for d in step.deps)
+
+
+def stated_values(message: str, given: Sequence[Atom]) -> list[Atom]:
+    """The values of ``given`` a failure's message states: one of its own values (`message_atoms`), or a text
+    written in it as words of their own (``the standard van``, which no quote or capital marks as a value)."""
+    keys = {m.key for m in message_atoms(message)}
+    low = message.casefold()
+    return [a for a in given if a.key in keys or (a.kind == "text" and _written(a.raw.strip().casefold(), low))]
+
+
+def _written(raw: str, low: str) -> bool:
+    """Whether a text (three characters or more) is written in the case-folded ``low`` as words of its own."""
+    return len(raw) >= 3 and has_word(low, raw)

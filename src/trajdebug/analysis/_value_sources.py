@@ -61,6 +61,8 @@ from trajdebug.analysis._spoken import (
     _task_text,
     _task_words,
     not_argument_names,
+    read_as_stated,
+    stated_values,
     unnamed_records,
 )
 from trajdebug.analysis._stated import checked_values, stated_limits
@@ -192,6 +194,11 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     args = [
         a for a in sl.lin.view(f.step_id).inputs if a.key not in seen and a.key not in others and a.field not in PROTOCOL_FIELDS
     ][:60]
+    # A step that recorded nothing it read, linked by its message alone (`UNRECORDED_KEY`), read what the message
+    # states of the outputs it was linked to: the rest of them it was never shown to have been given.
+    stated = read_as_stated(sl, step)
+    if stated:
+        args = stated_values(message, args)
     # An argument whose field the message speaks of ("the estimated saving is
     # implausible" for est_monthly_savings_usd) is the one the failure is about.
     said = _terms(message, sl.lexicon)
@@ -202,14 +209,9 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     for a in args:
         seen.add(a.key)
         spoken = a.field is not None and any(sl.lexicon.singular(w) in said for w in _field_words(a.field, sl.lexicon))
-        out += _trace(
-            sl,
-            a,
-            pos,
-            within,
-            sl.w["origin_named_arg" if spoken else "origin_arg"],
-            f"{step.name}, where the run failed, was given" + (" (the failure speaks of its field)" if spoken else ""),
-        )
+        what = f"{step.name}, where the run failed, was given" + (" (the failure speaks of its field)" if spoken else "")
+        what = f"the failure at {step.name} names" if stated else what
+        out += _trace(sl, a, pos, within, sl.w["origin_named_arg" if spoken else "origin_arg"], what)
     return out
 
 

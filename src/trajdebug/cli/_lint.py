@@ -42,8 +42,18 @@ def lint_cmd(
     outside the run, tool steps without a timeout, and steps that read run.state
     written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything to fix (0 with
     --exit-zero), so a CI job fails on new instrumentation problems; a finding marked info (a dependency a
-    framework's route cannot record: nothing to declare) never fails it.  An imported OTLP span can declare its
-    dependencies (span links): a missing one is a finding to fix.
+    framework's route cannot record: nothing to declare) never fails it.
+
+    "Content says data flowed" (missing-dependency): a step that is not an
+    input or agent step, recorded no dependency at all, and was given
+    something, to which content inference finds a data edge from an earlier
+    step of the same run at confidence 0.8 or more (the edges `show --infer`
+    marks inferred; every producer it finds counts, not only the nearest).
+    Nothing below 0.8 is reported (a short field handed on infers at about
+    0.7), nor an edge only the analysis adds (a whole record handed on).  Once
+    found for a step, the same step in the other runs checked is reported at
+    any confidence.  An imported OTLP span can declare its dependencies (span
+    links): a span with none, found so, is a finding to fix.
 
     \b
     Examples:

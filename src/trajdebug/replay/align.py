@@ -329,9 +329,12 @@ def align(good: Run, bad: Run) -> Alignment:
 
 
 def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
-    """The pairs, with an enclosing step whose output differs while every step inside it matched taken as an
-    origin: its own code (a graph node's body, an agent function that computes) made the difference, since
-    nothing it enclosed did."""
+    """The pairs, with an enclosing step given the same request whose output differs taken as an origin when
+    its own code made the difference: every step inside it matched, or every one inside it that differs was
+    asked something else (a nested step's request comes from the step enclosing it, so one that differs inside a
+    step whose own request is the same was built by that step: a LangGraph node's routing function reads the
+    node's update).  One inside it whose output differs for the same request, or a step one run has alone,
+    leaves it enclosing: the difference may have started there."""
     suspects = [i for i, p in enumerate(pairs) if p.enclosing and p.status == "output"]
     if not suspects:
         return pairs
@@ -341,27 +344,37 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
     for side, run in enumerate((good, bad)):
         for s in run.steps:
             kids.setdefault((side, s.parent_id), []).append(s.step_id)
-    status: dict[tuple[int, str], PairStatus] = {}
-    for p in pairs:
+    where: dict[tuple[int, str], int] = {}
+    for n, p in enumerate(pairs):
         for side, step in enumerate((p.good, p.bad)):
             if step is not None:
-                status[(side, step.step_id)] = p.status
+                where[(side, step.step_id)] = n
     for i in suspects:
         p = pairs[i]
-        inside: list[tuple[int, str]] = []
-        todo = [(side, step.step_id) for side, step in enumerate((p.good, p.bad)) if step is not None]
-        # A hand-written file may hold a parent cycle (the loader keeps it with a warning): each step once.
-        seen = set(todo)
-        while todo:
-            side, at = todo.pop()
-            for c in kids.get((side, at), ()):
-                if (side, c) not in seen:
-                    seen.add((side, c))
-                    inside.append((side, c))
-                    todo.append((side, c))
-        if inside and all(status.get(c) == "same" for c in inside):
+        inside = _inside(kids, [(side, step.step_id) for side, step in enumerate((p.good, p.bad)) if step])
+        differing = sorted({where[c] for c in inside if c in where and pairs[where[c]].status != "same"})
+        # Every one that differs, not the first only: an inner call whose request carries a fresh id or a time
+        # always differs as "input", and one after it whose output differs for the same request is an origin of
+        # its own (rev52w M2: an audit event before the model call that answered otherwise).
+        if inside and all(pairs[d].status == "input" for d in differing):
             pairs[i] = replace(p, enclosing=False)
     return pairs
+
+
+def _inside(kids: Mapping[tuple[int, str | None], list[str]], top: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The steps inside ``top`` (each ``(side, step id)``), each run's walked in its own tree."""
+    inside: list[tuple[int, str]] = []
+    todo = list(top)
+    # A hand-written file may hold a parent cycle (the loader keeps it with a warning): each step once.
+    seen = set(todo)
+    while todo:
+        side, at = todo.pop()
+        for c in kids.get((side, at), ()):
+            if (side, c) not in seen:
+                seen.add((side, c))
+                inside.append((side, c))
+                todo.append((side, c))
+    return inside
 
 
 def _status(

@@ -218,19 +218,30 @@ def first_divergence(al: Alignment) -> list[Line]:
         rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}{how}")
     out.extend(((f"  {text}", ""),) for text in _pad(rows))
     if first.status == "input" and al.inputs_differ is None:
-        # No step at its level before it differs (`first_divergence` passes over enclosing pairs, whose
-        # request may differ too), so the recorded steps cannot say where its request changed.
-        out.append(
-            (
-                (
-                    "  no recorded step at its level before it differs: its request changed outside the recorded "
-                    "steps (the run's input, or code between steps, such as a default set where an error was caught)",
-                    "dim",
-                ),
-            )
-        )
+        out.append(((f"  {_asked_by(al, first)}", "dim"),))
     out.extend(_impact(al, first))
     return out
+
+
+def _asked_by(al: Alignment, first: Pair) -> str:
+    """Where the request of a first divergence whose request differs came from.  A nested step's request comes
+    from the step enclosing it (`first_divergence` passes over enclosing steps): that step is named, with
+    whether its own request differs too; a step at the top was asked by code between the recorded steps."""
+    bad = al.bad.step_map()
+    parent = bad.get(first.bad.parent_id) if first.bad is not None and first.bad.parent_id else None
+    if parent is None:
+        return (
+            "no recorded step before it differs: its request changed outside the recorded steps (the run's "
+            "input, or code between steps, such as a default set where an error was caught)"
+        )
+    up = next((p for p in al.pairs if p.bad is parent), None)
+    name = f"{parent.name}#{parent.step_id[-6:]}"
+    if up is not None and up.status == "input":
+        return f"its request comes from the step enclosing it, {name}, whose own request differs too"
+    return (
+        f"its request comes from the step enclosing it, {name}, given the same request in both runs: "
+        f"{name}'s own code made the difference before it called this step"
+    )
 
 
 def _impact(al: Alignment, first: Pair) -> list[Line]:

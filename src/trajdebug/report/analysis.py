@@ -79,6 +79,11 @@ SETTLE_SAME = (
 """`SETTLE` when a passing run of the same input was among the references: advising one again confused a user."""
 
 
+STANDING_TAGS = {"proved": "proved root", "singled out": "singled out by the answers, not a person's: no proof"}
+"""A candidate's tag when the answers placed it (`trajdebug.analysis.answer_standing`), in place of the ranking's
+"suspect" and confidence; the other standings ("ruled out", "wrong, not the root") read as they are."""
+
+
 def verdict_note(a: Analysis) -> str | None:
     """The verdict as a sentence: proved by a person's answers (which), or the learned ranker's (None when no
     model ranked the run and no person proved the root)."""
@@ -101,16 +106,30 @@ def verdict_note(a: Analysis) -> str | None:
     automatic = ""
     if g is not None and g.certain and g.root and not g.conflict:
         # An automatic oracle's proof (a passing run, an expectation, a judge) is a lead, not a verdict.
-        whose = ", ".join(one_line(by) for by in g.answerers())
-        automatic = f"; the answers of {whose} single out {_label(steps.get(g.root), g.root)}, no person's: not a proof"
+        from trajdebug.analysis import whose
+
+        automatic = f"; the answers of {one_line(whose(a))} single out {_label(steps.get(g.root), g.root)}, no person's: not a proof"
     if verdict is None:
         return None
-    best = a.root_causes[0].confidence if a.root_causes else None
-    conf = "" if best is None else f" (the best candidate's calibrated confidence is {best:.0%})"
+    conf = _ranking_confidence(a, steps)
     if verdict == "unsure":
         same = getattr(a, "same_input", ())
         return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}{automatic}"
     return f"verdict: {verdict}{conf}{automatic}"
+
+
+def _ranking_confidence(a: Analysis, steps: Mapping[str, Step]) -> str:
+    """The verdict's number: the calibrated confidence of the ranking's own best candidate (`ranker_confidence`),
+    named when answers moved another step to the head of the list (nu25 F10: the step the answers single out,
+    at the ranking's 0%, read as the verdict's "likely" candidate)."""
+    best = getattr(a, "ranker_confidence", None)
+    if best is None:
+        return ""
+    ranked = getattr(a, "ranked", None)
+    top = ranked.candidates[0] if ranked is not None and ranked.candidates else None
+    if top is not None and a.root_causes and top.step_id != a.root_causes[0].step_id:
+        return f" (the ranking's own best candidate, {_label(steps.get(top.step_id), top.step_id)}, has calibrated confidence {best:.0%})"
+    return f" (the best candidate's calibrated confidence is {best:.0%})"
 
 
 def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
@@ -156,7 +175,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         ruled = answered.get(c.step_id) if run_id is None else None
         if ruled is not None:
             # The answers placed it: the ranking's tag and confidence no longer describe it (the JSON keeps them).
-            tag = "proved root" if ruled == "proved" else ruled
+            tag = STANDING_TAGS.get(ruled, ruled)
         elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.
@@ -328,7 +347,7 @@ def _causes_heading(a: Any) -> str:
 
 
 ORDER_LINES = {
-    "answers": "order: the root the answers prove, then suspects left, then steps they cleared",
+    "answers": "order: the root the answers prove (or single out), then suspects left, then steps they cleared",
     "confidence": "order: by the learned model's share of the blame (the share shown), highest first",
     "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",

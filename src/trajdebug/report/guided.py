@@ -39,10 +39,16 @@ def guided_lines(g: Guided, *, markdown: bool = False, proof: Sequence[Answer] =
         out.append(f"{bullet}the answers about {clash} disagree, and none outweighs the other (take one back to decide)")
     elif g.root is not None and g.certain:
         # Who answered: a proof an automatic oracle gave is no person's (the verdict stays the ranking's).
-        whose = ", ".join(one_line(by) for by in (dict.fromkeys(a.by for a in proof) or g.answerers()))
+        by = list(dict.fromkeys(a.by for a in proof) or g.answerers())
+        whose = ", ".join(one_line(b) for b in by)
         n = len(proof) or len(g.questions)
         more = f" ({len(g.questions)} answers in all)" if n != len(g.questions) else ""
-        out.append(f"{bullet}root: {name(g.root)}, proved by {n} answer(s) of {whose}{more}")
+        # Answers an automatic oracle took part in single the root out: a lead, worded as the ranked list and
+        # the verdict word it (nu25 F10: "proved" here, "not a proof" on the verdict line).
+        person = all(b.split(":", 1)[0] == "person" for b in by)
+        said = "proved" if person else "singled out"
+        lead = "" if person else ", not a person's: no proof"
+        out.append(f"{bullet}root: {name(g.root)}, {said} by {n} answer(s) of {whose}{more}{lead}")
     if g.root is not None and not g.conflict and not g.certain:
         left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
         out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")

@@ -144,6 +144,13 @@ def usage_text(u: Any) -> str:
     return " ".join(parts)
 
 
+NESTED_RUN = "a nested Runner.run (an agent run as a tool): the Agents SDK names every run's task span after the workflow"
+"""How `show` marks an Agents SDK task span nested in another step (an agent run as a tool, ``Agent.as_tool``):
+the SDK opens a task span per ``Runner.run`` named after the trace's workflow, so the sub-agent's run appears
+under its tool step with the parent workflow's name, which read as a recursive run (nu25 F12).  The name is the
+SDK's and is kept (a step's name is its replay key and what its runs are matched by); the mark says what it is."""
+
+
 CUT_SHORT = "cut short by the run's failure"
 """How `show` marks a step that ended empty, with no error of its own, after the error that failed the run
 (a parallel tool call or task cancelled as the failure unwound: `cut_short`)."""
@@ -220,14 +227,26 @@ def _render_head(run: Run, console: Any, prices: Any) -> None:
     head.append("  ")
     head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")
     n_steps, n_errors = len(run.steps), len(run.errors)
-    head.append(
-        f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
-        f"{fmt_duration(run.duration_ns)}"
-    )
+    units = [
+        Text(
+            f"{n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
+            f"{fmt_duration(run.duration_ns)}"
+        )
+    ]
     total = run_usage(run, prices)
     if total.calls:
-        head.append(f"  {usage_text(total)}", style="cyan")
-    console.print(head)
+        units.append(Text(usage_text(total), style="cyan"))
+    # Each unit whole: a unit that does not fit goes on a line of its own, indented, rather than the terminal
+    # breaking it at a space (nu25 read "69.9ms  9" then "LLM calls 1,343 tok": the count cut from its noun).
+    lines = [head]
+    for unit in units:
+        if len(lines[-1].plain) + 2 + len(unit.plain) > console.width:
+            lines.append(Text("  "))
+        else:
+            lines[-1].append("  ")
+        lines[-1].append_text(unit)
+    for line in lines:
+        console.print(line)
     if run.failure_reason:
         console.print(f"  reason: {escape(run.failure_reason)}", style="red")
     fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
@@ -249,6 +268,8 @@ def _step_line(s: Step, depth: int, cut: frozenset[str], u: Any) -> Any:
     line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
     if u is not None:
         line.append(f"  {usage_text(u)}", style="cyan")
+    if s.parent_id is not None and s.attributes.get("agents.span_type") == "task":
+        line.append(f"  ({NESTED_RUN})", style="dim")
     if s.status == "error" and s.attributes.get("interrupted"):
         line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
     elif s.status == "error":

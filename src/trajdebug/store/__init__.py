@@ -35,7 +35,9 @@ is checkpointed by SQLite as it grows and truncated back to
 `WAL_SIZE_LIMIT` after each checkpoint, so it never stays as large as the data.
 
 Reading is read-only (``Store(path, readonly=True)``, what every reporting
-command uses), so a store on a read-only mount can be read, and tolerant: a
+command uses), so a store on a read-only mount can be read; a store found
+without ``-wal`` and ``-shm`` files is left without them (`files.tidy_log_files`),
+and tolerant: a
 record that cannot be decoded, a corrupt page, a run listed without records are
 each a one-line problem naming the store, the run and the record, and every
 other run still loads (`Store.read`).  Writing a whole run (`Store.save_run`:

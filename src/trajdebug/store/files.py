@@ -115,6 +115,37 @@ def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
         return conn
 
 
+def log_files(path: Path) -> tuple[Path, Path]:
+    """The write-ahead log and shared-memory files SQLite keeps beside a WAL store (``-wal``, ``-shm``)."""
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def tidy_log_files(path: Path) -> None:
+    """Remove the ``-wal`` and ``-shm`` files a read-only connection left beside a store it found without them.
+
+    A read-only connection to a WAL store creates both and, unable to write, cannot remove them when it closes:
+    every store a command only read stayed with two extra files (nu25).  A connection that may write removes
+    them when it closes as the store's last connection (SQLite checks that under its own lock: another process
+    reading or writing the store keeps them), so one is opened, told to make no change, and closed.  Nothing
+    happens on a store that cannot be written (a read-only mount: SQLite could not have created them there), nor
+    on one no longer at ``path``."""
+    if not any(f.exists() for f in log_files(path)):
+        return
+    try:
+        # mode=rw never creates the store: one renamed or removed while it was read (log rotation, `mv`) leaves
+        # no empty file in its place, which every command would then refuse to read (rev52w M3).
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", timeout=0.1, isolation_level=None, uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("PRAGMA query_only=1")
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+
+
 def create(path: Path) -> None:
     """Create a new store atomically: build it aside, then link it into place.
 

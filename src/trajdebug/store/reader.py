@@ -19,7 +19,7 @@ from trajdebug.core.codec import loads
 from trajdebug.core.jsonl import FormatError, ReadResult, RunBuilder
 from trajdebug.core.model import Run
 from trajdebug.core.schema import RECORDER_KEY, lost_in
-from trajdebug.store.files import connect, connect_readonly, spill_path
+from trajdebug.store.files import connect, connect_readonly, log_files, spill_path, tidy_log_files
 from trajdebug.store.lines import _group, _unshared, run_note
 from trajdebug.store.schema import _RUN_COLUMNS, RunSummary, StoreError, _reason
 
@@ -65,6 +65,8 @@ class StoreReader:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None and self.readonly:
+            # Whether this connection will be the one to create the log files, so that closing it removes them.
+            self._local.tidy = not any(f.exists() for f in log_files(self.path))
             conn = connect_readonly(self.path, self._timeout)
             self._local.conn = conn
         if conn is None:
@@ -95,6 +97,10 @@ class StoreReader:
             conn.close()
             self._local.conn = None
             self._local.busy = None
+            if self.readonly and getattr(self._local, "tidy", False):
+                # A store only read is left as it was found (`tidy_log_files`).
+                self._local.tidy = False
+                tidy_log_files(self.path)
 
     def _spilled(self) -> dict[str, list[bytes]]:
         """The spill file's lines by run id (read-only readers read them with the store)."""

@@ -34,7 +34,7 @@ from trajdebug.analysis.inference._edges import (
     with_context,
 )
 from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
-from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
+from trajdebug.analysis.inference._named import NAMED_KEY, UNRECORDED_KEY, named_edges
 
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "ITEM_KEY",
     "RETRIED_KEY",
     "NAMED_KEY",
+    "UNRECORDED_KEY",
     "WROTE_KEY",
     "ContentIndex",
     "Match",

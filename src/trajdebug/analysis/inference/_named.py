@@ -4,8 +4,11 @@ A failure that says ``still degraded after 'rollback'`` names a value; a debugge
 reads an assertion's message to find who set the bad value.  `named_edges` links
 the failing step to the step that produced each value its message quotes, to the
 steps that acted on an identifier it names, to where each value it names was
-born, and to the step that wrote the run's shared-state record of a code it
-names but was not given (a row missing from a report).
+born, to the step that wrote the run's shared-state record of a code it
+names but was not given (a row missing from a report), and, when the failing
+step recorded nothing of what it read (an OpenTelemetry span that raised
+before its attributes were set), to the step that first held each telling value
+its message states.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.inference._edges import _with_deps
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 
 
 NAMED_KEY = "(named by the failure)"
+
+UNRECORDED_KEY = "(read as the failure states it)"
+"""The key of an edge `_unrecorded_reads` infers: the failing step recorded nothing it read, and its message is
+the only record that it read this step's value.  Of that step's output it read only what the message states."""
 
 _IDENT = re.compile(r"(?<![\w./:-])(?=[\w./:-]*[_/:.])(?=[\w./:-]*[a-zA-Z])[\w./:-]{8,200}(?<![.:,])")
 """Identifiers in a failure message: a path, a test id, a URL, a file name (8+ characters, with ``_ / : .``)."""
@@ -45,6 +52,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     added: dict[str, list[Dependency]] = {}
     texts = _Texts()
+    task = _task_text(run)
     for f in failures:
         if f.step_id not in pos:
             continue
@@ -60,6 +68,9 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
         new += _births(f.message, before, ancestors, have, confidence * 0.8, texts, fstep)
         new += _state_writers(f.message, fstep, before, have, confidence * 0.8)
+        # (An enclosing step's failure is what its children raised, and what it read its children read.)
+        if fstep.kind not in CONTAINER_KINDS and _recorded_nothing(fstep):
+            new += _unrecorded_reads(f.message, task, before, ancestors, have, confidence * 0.8)
         if new:
             added.setdefault(f.step_id, []).extend(new)
     return _with_deps(run, added)
@@ -138,6 +149,158 @@ def _births(
                     have.add(st.step_id)
                     out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
     return out
+
+
+def _recorded_nothing(st: Step) -> bool:
+    """Whether a step recorded no input at all (None, or an empty text, mapping or list) and no edge: an
+    OpenTelemetry span that raised before its attributes were set, a function the SDK saw called with nothing.
+    A step that recorded any input is read by that input's own edges, not by the words of its message."""
+    v = st.input
+    empty = v is None or (isinstance(v, str) and not v.strip()) or (isinstance(v, (dict, list)) and not v)
+    return empty and not st.deps
+
+
+def _task_text(run: Run) -> str:
+    """The run's own input (its root step's input and its ``task``), lower-case: a value in it is the user's, so
+    a step that only echoes it (restates the city, the date) produced nothing the failure could have read."""
+    root = next((s for s in run.steps if s.parent_id is None), None)
+    task = run.metadata.get("task")
+    return f"{content.text_of(root.input) if root is not None else ''} {content.text_of(task) if task else ''}".lower()
+
+
+def _unrecorded_reads(
+    message: str, task: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """For a failing step that recorded no input and no edge (`_recorded_nothing`), the one earlier step whose
+    output holds each telling value its message states (`_leaf_key`) and whose own input does not: the message is
+    the only record of what the step read.  Skipped: a value of the run's own input (``task``, `_task_text`), a
+    value several earlier steps hold (a relay's copy, a value produced again, an id every step carries: which one
+    was read is not recorded), and a value whose one holder was given it (`_Given`): it relayed what an earlier
+    step produced, whose output was not captured or states it in prose, and it is no producer to link."""
+    low = message.lower()
+    numbers = _numbers(low)
+    words = set(_KEY_WORDS.findall(low))
+    echoed = _numbers(task)
+    holders: dict[str, set[str]] = {}
+    relayed: set[tuple[str, str]] = set()  # (value, step): the step's own input holds the value its output does
+    for st in before:
+        if st.step_id in ancestors or st.kind == "agent" or st.output is None:
+            continue
+        given = _Given(st.input)
+        for path, v in content.leaves(st.output):
+            key = _leaf_key(v, path, low, numbers, words)
+            if key is None or _echoed(v, key, task, echoed):
+                continue
+            holders.setdefault(key, set()).add(st.step_id)
+            # A tool that returns its request (``{"request": {...}}``), a model restating its prompt.
+            if given.holds(v, key):
+                relayed.add((key, st.step_id))
+    out: list[Dependency] = []
+    for key, held in holders.items():
+        if len(out) >= _UNRECORDED_LIMIT:
+            break
+        # Only a value one earlier step holds: held by several, it is a relay's copy, a value produced again, or a
+        # subject every step carries (an id, a status), and the message cannot say which of them it was read from.
+        if len(held) > 1:
+            continue
+        (sid,) = held
+        if sid in have or (key, sid) in relayed:
+            continue
+        have.add(sid)
+        out.append(Dependency(sid, "data", "inferred", confidence, UNRECORDED_KEY))
+    return out
+
+
+class _Given:
+    """A step's recorded input as `_echoed` reads it (lower-case text and its numbers), read once it is asked."""
+
+    __slots__ = ("_input", "_read")
+
+    def __init__(self, value: Any) -> None:
+        self._input = value
+        self._read: tuple[str, set[str]] | None = None
+
+    def holds(self, v: Any, key: str) -> bool:
+        """Whether the input holds a leaf ``v`` (claimed as ``key`` by `_leaf_key`) as the output does."""
+        if self._input is None:
+            return False
+        if self._read is None:
+            text = content.text_of(self._input).lower()
+            self._read = (text, _numbers(text))
+        return _echoed(v, key, *self._read)
+
+
+def _echoed(v: Any, key: str, text: str, numbers: set[str]) -> bool:
+    """Whether a leaf's value (claimed as ``key`` by `_leaf_key`) is written in a lower-case ``text`` whose numbers
+    are ``numbers``: the run's own input, or a step's own input."""
+    if isinstance(v, str):
+        return _written(key, text)
+    return key.rsplit("=", 1)[-1] in numbers
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers a text writes, each as `_number_key` gives it."""
+    return {n for m in _NUMBER_TEXT.finditer(text) if (n := _number_key(m.group(0))) is not None}
+
+
+def _field(path: str) -> str:
+    """A leaf's field name (the last segment of its dotted path, without a list index), lower-case."""
+    return path.rsplit(".", 1)[-1].split("[", 1)[0].lower()
+
+
+def _written(text: str, where: str) -> bool:
+    """Whether ``text`` is written in ``where`` as words of its own (not inside a longer word or code)."""
+    return text in where and re.search(rf"(?<![\w-]){re.escape(text)}(?![\w-])", where) is not None
+
+
+_UNRECORDED_LIMIT = 8
+"""At most this many steps linked for one failure by `_unrecorded_reads` (a message states a few values)."""
+
+_TELLING_TEXT = re.compile(r"\d|\S\s+\S|[a-z][-_]|[-_][a-z]")
+"""A text value telling enough to link by alone: it has a digit, two or more words, or letters joined by ``-``
+or ``_`` (an id such as ``bay_north``); a lone word (a status, a role, ``none``, ``true``) recurs everywhere."""
+
+
+def _number_key(text: str) -> str | None:
+    """A number's comparable text (``1,264.0`` and ``1264`` alike), None for what is no number."""
+    try:
+        f = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return repr(int(f)) if f.is_integer() else repr(f)
+
+
+def _telling_number(n: str) -> bool:
+    """Whether a number (`_number_key` text) is telling alone: it has a fraction or 4+ significant digits
+    (``14.5``, ``1264``); a round or short integer (60, 250, 404) is a limit, a status or a count anywhere."""
+    if "." in n:
+        return True
+    return len(n.lstrip("-").strip("0")) >= 4
+
+
+def _leaf_key(v: Any, path: str, message: str, numbers: set[str], words: set[str]) -> str | None:
+    """The value an output leaf holds that the (lower-case) message states, as `_unrecorded_reads` claims it: a
+    telling number (`_telling_number`) by its value, any other integer only when the message also names its
+    field (``plan lists 2 crates`` after ``{"crates": 2}``), a telling text (`_TELLING_TEXT`) the message writes
+    as words of its own.  A True, False or None leaf is no number nor text (`_number_key` reads no number in
+    ``True``), so it links nothing: compared by its type, never by the word a message writes for it."""
+    if isinstance(v, (int, float)):
+        n = _number_key(repr(v))
+        if n is None or n not in numbers:
+            return None
+        if _telling_number(n):
+            return n
+        field = _field(path)
+        if not field or not words.intersection(_KEY_WORDS.findall(field.replace("_", " "))):
+            return None
+        return f"{field}={n}"
+    if isinstance(v, str):
+        t = v.strip().lower()
+        if len(t) < 3 or len(t) > 200 or _number_key(t) is not None or not _TELLING_TEXT.search(t):
+            return None
+        if _written(t, message):
+            return t
+    return None
 
 
 _CODE_WORD = re.compile(r"(?<![\w\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w\\])")
@@ -256,4 +419,4 @@ class _Texts(dict[int, str]):
         return named in forms
 
 
-__all__ = ["NAMED_KEY", "message_codes", "named_edges"]
+__all__ = ["NAMED_KEY", "UNRECORDED_KEY", "message_codes", "named_edges"]

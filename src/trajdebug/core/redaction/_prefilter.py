@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 
 
 # The prefilter.  A string is scanned by the rules only when it may hold a match,
@@ -52,7 +53,7 @@ _HEADS = 4
 """How many clean snapshots' heads are remembered (a step's input and output, and those of a step or two
 beside it)."""
 
-_RUN_TABLE = bytes(ord("d") if 48 <= b <= 57 else ord("x") for b in range(256))
+_RUN_TABLE = bytes(ord("d") if 48 <= b <= 57 else 0 if b == 0 else ord("x") for b in range(256))
 _RUN = b"d" * 13
 
 
@@ -185,3 +186,82 @@ def _decoded_all(tokens: list[bytes]) -> list[str]:
         if len(out) == len(tokens):  # orjson writes a NUL escaped: a raw one (not from orjson) splits a token
             return out
     return [_decoded(t) for t in tokens]
+
+
+def _unflagged(at: bool) -> bytes:
+    """The bytes `_value_suspects` deletes: all but the NUL between strings, `RARE` (and ``@`` when e-mail
+    redaction is on), what an escape holds (a backslash, the bytes `_swapped` writes) and every byte of a
+    character outside ASCII (whose case folding `may_hold` does as `re` does)."""
+    kept = set((RARE + ("@" if at else "")).encode()) | {0, 1, 2, ord("\\")} | set(range(128, 256))
+    return bytes(b for b in range(256) if b not in kept)
+
+
+_UNFLAGGED = (_unflagged(False), _unflagged(True))
+_NOT_DIGITS_NUL = bytes(b for b in range(256) if not (48 <= b <= 57 or b == 0))
+_AT_LEAST_13 = (12).__lt__
+_NOT_ESCAPE_NUL = bytes(b for b in range(256) if not (b in (0, 1, 2, 92) or b >= 128))
+
+
+Gates = tuple[tuple[bytes, ...], tuple[bytes, ...]]
+"""A policy's value rules' literals, as they are (`Rule.gate`) and lowercased (`Rule.lower_gate`)."""
+
+
+def _value_suspects(tokens: list[bytes], at: bool, gates: Gates | None) -> list[int] | None:
+    """Which of these strings (as split from orjson's text by `Redactor.clean_lines`) a value rule may match
+    in, by their indices, told for them all by passes over their bytes; None: each is to be asked.
+
+    The strings are joined with NULs (orjson writes a NUL escaped).  First what `may_hold` tests: the joined
+    bytes translated once with the characters that matter kept (`RARE`, escapes, bytes outside ASCII), in
+    C (a string whose part of the result is empty holds none of them); 13 digits; ``bearer`` and ``basic``
+    in the lowercased whole.  Then, of those strings only, what `_value_rules_hit` tests before a pattern
+    (`_gated`): each rule's literals.  A superset of the strings the rules find a secret in: they run on
+    these only (`Redactor._unclean`).  ``gates`` None: a rule has no literal (the second pass is skipped)."""
+    joined = b"\x00".join(tokens)
+    if joined.count(b"\x00") != len(tokens) - 1:  # a raw NUL (not orjson's text): one by one
+        return None
+    n = range(len(tokens))
+    found = set(itertools.compress(n, joined.translate(None, _UNFLAGGED[at]).split(b"\x00")))
+    digits = joined.translate(None, _NOT_DIGITS_NUL).split(b"\x00")
+    found.update(itertools.compress(n, map(_AT_LEAST_13, map(len, digits))))
+    low = joined.lower()
+    if b"bearer" in low or b"basic" in low:
+        found.update(_finds(low, [len(t) + 1 for t in tokens], (b"bearer", b"basic")))
+    if not found:
+        return []
+    ids = sorted(found)
+    if gates is None:
+        return ids
+    return [ids[k] for k in _gated([tokens[i] for i in ids], gates)]
+
+
+def _finds(joined: bytes, sizes: list[int], words: tuple[bytes, ...]) -> set[int]:
+    """The indices of the parts of ``joined`` (of these sizes, each with its separator) holding one of these
+    words (a word holds no separator, so no find spans two parts)."""
+    ends = list(itertools.accumulate(sizes))
+    found: set[int] = set()
+    for word in words:
+        i = joined.find(word)
+        while i >= 0:
+            k = bisect.bisect_right(ends, i)
+            found.add(k)
+            i = joined.find(word, ends[k])  # this part holds it: on to the next
+    return found
+
+
+def _gated(tokens: list[bytes], gates: Gates) -> list[int]:
+    """Which of these strings hold a literal of a rule that may then run (``gates``: the policy's rules'
+    literals as they are and lowercased, `Rule.gate`, `Rule.lower_gate`), 13 digits in a row (spaces and
+    dashes aside: a card number, `_digit_run`), an escape or a character outside ASCII (asked one by one)."""
+    joined = b"\x00".join(tokens)
+    sizes = [len(t) + 1 for t in tokens]
+    found = set(itertools.compress(range(len(tokens)), joined.translate(None, _NOT_ESCAPE_NUL).split(b"\x00")))
+    found |= _finds(joined, sizes, gates[0]) | _finds(joined.lower(), sizes, gates[1])
+    runs = joined.translate(_RUN_TABLE, b" -")
+    k = start = 0
+    i = runs.find(_RUN)
+    while i >= 0:
+        k += runs.count(b"\x00", start, i)  # counted from the last find on, not from the start each time
+        found.add(k)
+        start = runs.find(b"\x00", i)  # on to the next string
+        i = -1 if start < 0 else runs.find(_RUN, start)
+    return sorted(found)

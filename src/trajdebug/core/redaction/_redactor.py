@@ -15,6 +15,7 @@ from trajdebug.core.redaction._prefilter import (
     _HEADS,
     _LONG,
     _MEMO_CHARS,
+    Gates,
     _assigned_word_before_separator,
     _decoded,
     _decoded_all,
@@ -23,6 +24,7 @@ from trajdebug.core.redaction._prefilter import (
     _holding,
     _lowered,
     _swap_escapes,
+    _value_suspects,
     _words_before_separator,
 )
 from trajdebug.core.redaction._rules import (
@@ -36,19 +38,32 @@ from trajdebug.core.redaction._rules import (
 
 
 _ATOMS = frozenset({int, float, bool})
+_UNCLEAN_MAX = 4096
+"""The memo of strings found unclean is emptied past this many strings (or `_MEMO_CHARS` characters); each is redacted anyway."""
 
 
 @functools.lru_cache(maxsize=16)
 def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, ...]:
     rules = tuple((r, re.compile(r.pattern)) for r in RULES if not r.pii or r.name in pii)
     extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
-    return rules, extra
+    return rules, extra, _gates(tuple(r for r, _ in rules))
+
+
+def _gates(rules: tuple[Rule, ...]) -> Gates | None:
+    """The literals `_value_rules_hit` asks of a text before each rule's pattern (`_value_suspects`), None
+    when a rule that may run on `RARE` characters has none (it would run on every text holding one)."""
+    if any(r.needs and not r.gate and not r.lower_gate for r in rules):
+        return None
+    return (
+        tuple(g.encode() for r in rules for g in r.gate),
+        tuple(g.encode() for r in rules if not r.gate for g in r.lower_gate),
+    )
 
 
 class _Memo:
     """The strings found clean (or not) under one policy, shared by its redactors (see `_memo`)."""
 
-    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "values", "values_chars")
+    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "unclean", "unclean_chars")
 
     def __init__(self) -> None:
         self.keys: dict[str, bool] = {}
@@ -57,9 +72,11 @@ class _Memo:
         """Whether `Redactor.text` leaves a string that passed the prefilter as it is (`Redactor._text_clean`)."""
         self.tokens: set[bytes] = set()
         """Strings as encoded found clean as values and as keys (`Redactor.clean_encoded`, `clean_strings`)."""
-        self.values: set[bytes] = set()
-        """Long strings as encoded found clean as values, not tested as keys (`Redactor.clean_strings`)."""
-        self.text_chars = self.token_chars = self.values_chars = 0
+        self.unclean: set[bytes] = set()
+        """Strings as encoded found unclean wherever they stand (`Redactor._unclean`; emptied past
+        `_UNCLEAN_MAX` strings or `_MEMO_CHARS` characters: a secret resent in a growing conversation makes each
+        turn's text a new unclean string)."""
+        self.text_chars = self.token_chars = self.unclean_chars = 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -82,7 +99,7 @@ class Redactor:
 
     def __init__(self, extra_keys: Iterable[str] = (), pii: Iterable[str] = ()) -> None:
         extra, classes = tuple(extra_keys), tuple(sorted(pii))
-        self._rules, self._extra = _compiled(extra, classes)
+        self._rules, self._extra, self._gates = _compiled(extra, classes)
         self._at = "email" in classes
         # Bit i stands for self._rules[i]: which rules each rare character lets run, which the
         # bearer/Basic words do, which 13 digits do.
@@ -103,7 +120,6 @@ class Redactor:
         self._keys = memo.keys
         self._clean_texts = memo.texts
         self._clean_tokens = memo.tokens
-        self._clean_values = memo.values
         self._clean_heads: list[bytes] = []
         """Clean snapshots' texts minus their closing brackets, newest first (`_remember_head`)."""
         self._longest_first: tuple[bytes, ...] = ()
@@ -212,36 +228,44 @@ class Redactor:
 
     def _unclean(self, new: set[bytes], text: bytes) -> set[bytes]:
         """Which of these strings of ``text`` (as split by `clean_lines`) are not clean: as a value, or (long
-        ones only where they are keys) as a key; the others are remembered."""
-        bad: set[bytes] = set()
-        values = self._clean_values
-        for t in [t for t in new if len(t) > _LONG]:
-            if t not in values:
-                if not self._text_clean(_decoded(t)):
-                    bad.add(t)
-                    continue
-                if self._memo.values_chars > _MEMO_CHARS:
-                    values.clear()
-                    self._memo.values_chars = 0
-                values.add(t)
-                self._memo.values_chars += len(t)
-            # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
-            if b'"' + t + b'":' not in text:
-                new.discard(t)
+        ones only where they are keys) as a key; the others are remembered.
+
+        The value rules run only on the strings that one pass over their bytes (`_value_suspects`) cannot
+        clear, the key rules only on those `_key_suspects` cannot; a string found unclean wherever it
+        stands is so the next time without a test (`_Memo.unclean`: a run's session id, under its secret
+        key, comes back in every run)."""
+        memo = self._memo
+        bad = new & memo.unclean
         new.difference_update(bad)
         tokens = list(new)
-        strings = _decoded_all(tokens)
-        keys = self._key_suspects(strings)
+        suspects = _value_suspects(tokens, self._at, self._gates)
         may_hold, held_clean = self.may_hold, self._held_clean
-        for t, s in zip(tokens, strings):
-            # `_text_clean` inline: its prefilter here (most new strings, ids and plain words, stop there), the
-            # rest once past it (`_held_clean`), not the prefilter run twice.
-            if ((keys is None or s in keys) and self.secret_key(s)) or (
-                len(s) >= 6 and may_hold(s) and not held_clean(s)
-            ):
+        for k in range(len(tokens)) if suspects is None else suspects:
+            s = _decoded(tokens[k])
+            # `_text_clean` inline: the prefilter first (most suspects, ids, stop there), the rules past it.
+            if len(s) >= 6 and may_hold(s) and not held_clean(s):
+                bad.add(tokens[k])
+        unclean = set(bad)  # unclean as values, or remembered so: wherever they stand
+        # As keys: every short string (testing it costs less than telling whether it is a key), a long one
+        # only where it is a key: a key stands in the text as ``"key":``, a value never does unless the same
+        # string is a key too.
+        as_keys = [t for t in tokens if t not in bad and (len(t) <= _LONG or b'"' + t + b'":' in text)]
+        strings = _decoded_all(as_keys)
+        keys = self._key_suspects(strings)
+        for t, s in zip(as_keys, strings):
+            if (keys is None or s in keys) and self.secret_key(s):
                 bad.add(t)
-        new.difference_update(bad)
-        self._remember(new)
+                if len(t) <= _LONG:  # tested as a key wherever it stands
+                    unclean.add(t)
+        # Remembered clean: the strings tested as keys too (a long value here may be a key elsewhere).
+        self._remember(new.intersection(as_keys).difference(bad))
+        if unclean:
+            chars = sum(map(len, unclean))
+            if len(memo.unclean) + len(unclean) > _UNCLEAN_MAX or memo.unclean_chars + chars > _MEMO_CHARS:
+                memo.unclean.clear()
+                memo.unclean_chars = 0
+            memo.unclean.update(unclean)
+            memo.unclean_chars += chars
         return bad
 
     def _key_suspects(self, strings: list[str]) -> set[str] | None:

@@ -41,7 +41,11 @@ function buildHeader(host) {
   if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
 }
 
-const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence", "share"]);
+const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence", "share", "standing"]);
+
+// A candidate the answers placed (analysis `standing`): its tag in place of the ranking's and of its confidence,
+// as `trajdebug analyze` prints it (nu25 F10: a proved root read "structural root, confidence 1%").
+const STANDING_TAGS = { "proved": "proved root", "singled out": "singled out by the answers, not a person's: no proof" };
 
 function verdictOf(stepId) {
   const V = D.verification;
@@ -57,7 +61,7 @@ function buildCauses(host) {
     return;
   }
   const ORDER = {
-    "answers": "Ordered as the answers leave them: the root they prove, then suspects left, then steps they cleared.",
+    "answers": "Ordered as the answers leave them: the root they prove (or single out), then suspects left, then steps they cleared.",
     "confidence": "Ordered by the learned model's share of the blame (the share shown), highest first.",
     "judge": "Ordered by score, the evidence's combined with the model's verdicts (--judge), highest first.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
@@ -88,10 +92,13 @@ function buildCauses(host) {
       el("span", { class: "c-name" }, c.name || "?"),
       el("span", { class: "sid" }, "#" + shortId(c.step_id)),
       el("span", { class: "c-kind" }, c.kind || ""),
-      el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
+      c.standing
+        ? el("span", { class: "badge " + (c.standing === "proved" || c.standing === "singled out" ? "b-root" : "b-suspect"), title: "where the answers placed it" }, STANDING_TAGS[c.standing] || c.standing)
+        : el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
       // The learned model's calibrated confidence, a probability: a percentage as the CLI prints it
-      // ("confidence 81%"), not the raw float; a hand ranking has none (null) and shows nothing.
-      typeof c.confidence === "number" ? el("span", { class: "c-conf", title: "calibrated confidence" }, "confidence " + Math.round(c.confidence * 100) + "%") : null,
+      // ("confidence 81%"), not the raw float; a hand ranking has none (null) and shows nothing, and the answers
+      // that placed a candidate replace it.
+      typeof c.confidence === "number" && !c.standing ? el("span", { class: "c-conf", title: "calibrated confidence" }, "confidence " + Math.round(c.confidence * 100) + "%") : null,
       byShare
         ? el("span", { class: "score", title: "the learned model's share of the blame: the list's order" }, "share " + c.share.toFixed(3))
         : el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
