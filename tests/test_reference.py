@@ -2495,16 +2495,18 @@ def test_a_run_that_states_an_empty_input_is_the_same_input_as_no_other_run(give
 
 
 def _refund_agent(
-    path: Path, *, relay_field: str = "refund_eur", computed: bool = True, cents: bool = False
+    path: Path, *, relay_field: str = "refund_eur", computed: bool = True, cents: bool = False, memo: bool = False
 ) -> tuple[Run, list[Run]]:
     """A recorded refund desk: an order lookup (the amount paid), a ticket list, a refund tool, then a model
     step that hands the refund on as its call's ``amount_eur``, and an audit that raises on a refund short of
     what was paid.  Four passing orders; the failing one has 7 tickets of which the list gives 5 (page one).
     ``computed``: the refund tool sums the tickets it is given (else it reads the refund from a table, wrong for
     the failing order); ``relay_field``: what the model hands on in the failing run (``refund_eur``: as always);
-    ``cents``: the lookup answers the failing order's amount paid in cents, and the list gives every ticket."""
+    ``cents``: the lookup answers the failing order's amount paid in cents, and the list gives every ticket;
+    ``memo``: the table tool is also handed a note of the deposit held, and its table's refund for the failing
+    order is that deposit's number (a wrong refund that equals another field's value upstream)."""
     paid = {"O-1": (2, 40.0), "O-2": (3, 55.0), "O-3": (4, 30.0), "O-4": (5, 62.5), "O-9": (7, 62.0)}
-    table = {o: n * p for o, (n, p) in paid.items()} | {"O-9": 310.0}
+    table = {o: n * p for o, (n, p) in paid.items()} | {"O-9": 90.5 if memo else 310.0}
 
     @trajdebug.step(kind="tool")
     def lookup_order(order_id: str) -> dict[str, Any]:
@@ -2522,7 +2524,7 @@ def _refund_agent(
         return {"refund_eur": sum(t["price_eur"] for t in tickets)}
 
     @trajdebug.step(kind="tool")
-    def quote_refund(order_id: str) -> dict[str, Any]:
+    def quote_refund(order_id: str, note: str = "") -> dict[str, Any]:
         return {"refund_eur": table[order_id]}
 
     @trajdebug.step(kind="llm")
@@ -2538,7 +2540,8 @@ def _refund_agent(
     def job(order_id: str) -> Any:
         def body() -> None:
             order = lookup_order(order_id)
-            refund = calculate_refund(list_tickets(order_id)) if computed else quote_refund(order_id)
+            note = f"a deposit of {order['deposit_eur']} EUR is held" if memo else ""
+            refund = calculate_refund(list_tickets(order_id)) if computed else quote_refund(order_id, note)
             audit_refund(order, decide_refund(order, refund, relay_field if order_id == "O-9" else "refund_eur"))
         return body
 
@@ -2573,6 +2576,15 @@ class TestRelayedRatio:
         top = analyze(bad, references=references(bad, pool), top=20).root_causes[0]
         assert bad.step(top.step_id).name == "quote_refund"
         assert any("which decide_refund passed on unchanged: amount_eur/paid_eur" in r for r in top.reasons)
+
+    def test_a_number_an_earlier_step_held_under_another_field_is_not_moved_onto_it(self, tmp_path: Path) -> None:
+        """A refund that equals the deposit the order lookup answered (the table tool was handed the deposit in a
+        note) was not produced by the lookup as a refund: the ratio's finding is not moved onto the lookup."""
+        bad, pool = _refund_agent(tmp_path / "runs.jsonl", computed=False, memo=True)
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        assert bad.step(analysis.root_causes[0].step_id).name != "lookup_order"
+        [lookup] = [c for c in analysis.root_causes if bad.step(c.step_id).name == "lookup_order"]
+        assert not any("passed on unchanged" in r for r in lookup.reasons)
 
     def test_a_divisor_an_order_of_magnitude_off_keeps_the_ratio_where_it_broke(self, tmp_path: Path) -> None:
         """A model that hands the right refund on, measured against an amount paid a hundred times what passing

@@ -26,6 +26,15 @@ from trajdebug.analysis.diagnosers._parsed_lines import (
     text_dropped,
 )
 from trajdebug.analysis.diagnosers._reads import ERROR, OK, Reads, reading
+from trajdebug.analysis.diagnosers._write_losses import (
+    _INDEX,
+    _NUMERAL,
+    _kept_field_lost,
+    _lost,
+    _needed_later,
+    _overwritten,
+    _with_json_read,
+)
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
 from trajdebug.core.mentions import date_year, same_year
@@ -60,60 +69,6 @@ def _values_of(
             seen.add(k)
             out.append(v)
     return out
-
-
-_NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+")
-"""A number written out whole, thousands separators allowed."""
-
-
-def _lost(values: list[Any], text: str) -> list[Any]:
-    """The values that do not show in a (lower-case) text, numbers in any restated form."""
-    forms: set[str] | None = None  # read when a value is not found as written (most are)
-    lost = []
-    for v in values:
-        if isinstance(v, str):
-            if v.strip().lower() in text:
-                continue
-            # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
-            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
-            if n is None:
-                lost.append(v)
-                continue
-        else:
-            n = content.norm_number(repr(v))
-        if forms is None:
-            forms = _number_forms(text)
-        if n not in forms:
-            lost.append(v)
-    return lost
-
-
-_FORMS_OF: list[tuple[str, set[str]] | None] = [None]
-"""The last text `_number_forms` read with its forms, as one pair: a writer's leaves are each tested against the
-same text.  One pair swapped whole, so two threads analysing at once never pair one text with the other's forms."""
-
-
-def _number_forms(text: str) -> set[str]:
-    """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
-    last = _FORMS_OF[0]
-    if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        last = (text, content.number_forms(text))
-        _FORMS_OF[0] = last
-    return last[1]
-
-
-def _with_json_read(value: Any, depth: int = 0) -> Any:
-    """The value with JSON written in its strings read (a chat message whose content is JSON, a field holding a record)."""
-    if depth > 4:
-        return value
-    if isinstance(value, str):
-        parsed = content.embedded_json(value)
-        return value if parsed is None else _with_json_read(parsed, depth + 1)
-    if isinstance(value, Mapping):
-        return {k: _with_json_read(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_with_json_read(v, depth + 1) for v in value[:500]]
-    return value
 
 
 @reading(Reads(skips_statuses=ERROR))
@@ -384,9 +339,6 @@ def _channel_writer(step: Step, edges: list[Dependency]) -> bool:
     return all(d.origin == "declared" and d.key for d in edges)
 
 
-_INDEX = re.compile(r"\[\d+\]")
-
-
 def _lost_paths(step: Step) -> frozenset[str] | None:
     """The paths of a writer's input (list items as one) whose values are not in what it wrote
     (``attributes["state_values"]``); None when no write was recorded."""
@@ -480,58 +432,6 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any], ct
             f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
             "state-write",
         )
-
-
-def _kept_field_lost(lost: list[Any], step: Step, written: Mapping[str, Any]) -> bool:
-    """Whether a value the writer left out was given under a field it wrote (list items read as one): it kept
-    the field and changed its value (a revenue stored a thousand times over), no projection that dropped the
-    field."""
-    kept = {_INDEX.sub("[]", p).rsplit(".", 1)[-1] for p, _ in content.leaves(written)}
-    gone = {str(v) for v in lost}
-    return any(
-        str(v) in gone and _INDEX.sub("[]", p).rsplit(".", 1)[-1] in kept
-        for p, v in content.leaves(_with_json_read(content.without_markers(step.input)))
-    )
-
-
-def _needed_later(lost: list[Any], step: Step, ctx: DiagnoseContext) -> bool:
-    """Whether a value a storing writer left out was needed after it (issue 24, nu24 F7): one no later step was
-    handed (the write was its way on, and it went nowhere), or one a failure's message writes as a word of its
-    own (three characters at least: a short number there is as likely another quantity).  A value later steps
-    were all handed by another path was not lost by this write."""
-    said = [f.message.casefold() for f in ctx.failures]
-    if any(len(t := str(v).casefold()) >= 3 and any(content.has_word(m, t) for m in said) for v in lost):
-        return True
-    pos = next(i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id)
-    later = "\n".join(ctx.input_text(s) for s in ctx.run.steps[pos + 1 :])
-    # A text as a word of its own ('nuts' is not handed on inside 'walnuts'); a number in any restated form.
-    words = [v for v in lost if isinstance(v, str) and not _NUMERAL.fullmatch(v.strip())]
-    if any(not content.has_word(later, v.strip().lower()) for v in words):
-        return True
-    return bool(_lost([v for v in lost if not any(v is w for w in words)], later))
-
-
-def _overwritten(lost: list[Any], step: Step, written: Mapping[str, Any], ctx: DiagnoseContext) -> tuple[str, Any, Any] | None:
-    """A value the writer left out that a failure's message writes as a word of its own (three characters at
-    least), given under a field the writer wrote another value under (a memory handed ``discount=0.02`` that
-    stored ``discount=0.0``): (the field, the value given, the value written); None when there is none.  The
-    write replaced a value the run was later judged on (nu24 F7's narrowing: dropping a value is evidence when
-    a later step needed it); a field the write left out altogether is no replacement."""
-    said = [f.message.casefold() for f in ctx.failures]
-    named = {str(v).casefold() for v in lost if len(t := str(v).casefold()) >= 3 and any(content.has_word(m, t) for m in said)}
-    if not named:
-        return None
-    wrote: dict[str, Any] = {}
-    for path, v in content.leaves(written):
-        if "[" not in path and not isinstance(v, (Mapping, list)):
-            wrote.setdefault(path.rsplit(".", 1)[-1], v)
-    for path, v in content.leaves(_with_json_read(content.without_markers(step.input))):
-        key = path.rsplit(".", 1)[-1]
-        if "[" in path or str(v).casefold() not in named or key not in wrote or key in PROTOCOL_FIELDS:
-            continue
-        if str(wrote[key]).casefold() != str(v).casefold():
-            return key, v, wrote[key]
-    return None
 
 
 def _selects(given: Any, written: Mapping[str, Any]) -> bool:

@@ -18,6 +18,7 @@ products and sums land on many a number).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -212,12 +213,18 @@ def ratio_checks(
                 sid,
                 round(_w(0.6, len(ratios)) * kept, 3),
                 f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was {was}"
-                + (f" (it passed on its input's {copied} unchanged, as it always did)" if copied else ""),
+                + (_PASSED_ON.format(copied) if copied else ""),
                 "reference:ratio",
                 values=(o[0].raw,) if copied else (),
                 given=copied is not None,
             )
             return
+
+
+_PASSED_ON = " (it passed on its input's {} unchanged, as it always did)"
+"""What a ratio's finding adds when the step relayed its number (`relayed`), naming the input field it copied."""
+_INDEX = re.compile(r"\[\d*\]")
+"""A list position in a field's path."""
 
 
 def relayed(fo: str, fi: str, x: float, ins: Mapping[str, list[Any]], st: _StepStats) -> str | None:
@@ -235,12 +242,23 @@ def relayed(fo: str, fi: str, x: float, ins: Mapping[str, list[Any]], st: _StepS
     return None
 
 
+def _copied_field(reason: str) -> str | None:
+    """The name of the input field a ratio's finding says the step passed on (`_PASSED_ON`), read back from its
+    sentence (the finding carries no other record of it): the last segment, lower case; None when it names none."""
+    head, _, tail = _PASSED_ON.partition("{}")
+    if head not in reason:
+        return None
+    return _INDEX.sub("", reason.partition(head)[2].partition(tail)[0]).rsplit(".", 1)[-1].lower()
+
+
 def relayed_source(lin: Lineage, steps: Mapping[str, Step], sid: str, e: Evidence) -> list[Evidence]:
     """A broken ratio whose output number the step handed on unchanged (`relayed`), moved to the step of
     ``steps`` (the failure's slice) that introduced the number, by lineage: the relay keeps the inherited share
     (issue 24, nu24 F4: a model passing a tool's refund on was blamed for the refund).  No producer in the
     slice (the run was given the number), or one that computed it from its inputs (its own profile checks its
-    formula): none moved."""
+    formula): none moved.  Nor one that held the number under another field than the relay was given it
+    under: a model answering 45 as a refund is no copy of a tool's 45 days, whatever lineage says (a two-digit
+    answer is often somewhere upstream by chance)."""
     if e.diagnoser != "reference:ratio" or not e.values:
         return []
     atom = next((a for a in lin.view(sid).outputs if a.kind == "number" and a.raw == e.values[0]), None)
@@ -248,6 +266,8 @@ def relayed_source(lin: Lineage, steps: Mapping[str, Step], sid: str, e: Evidenc
         return []
     found = lin.origin(atom, lin.pos[sid], within=set(steps))
     if found.step_id is None or found.step_id == sid or found.step_id not in steps or found.derived_from:
+        return []
+    if found.atom.field is not None and found.atom.field != _copied_field(e.reason):
         return []
     said = f"produced {found.atom.raw}, which {steps[sid].name} passed on unchanged: {e.reason}"
     return [Evidence(found.step_id, e.suspicion, said, e.diagnoser)]
