@@ -794,6 +794,41 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("cancel_slot", "Ada Lovelace"), "g"), "llm-output")
         assert "11:37" in e.reason
 
+    def test_a_tool_called_again_for_the_next_month_sets_the_month_anew(self) -> None:
+        """A model reading a lease month by month asks for the next month after the result echoing the last one
+        (nu25 F1): the month is that call's own setting, neither a contradiction nor a made-up value; the lease
+        id differing from the earlier call's, or a month another tool is called with, is still a finding."""
+        first = {"name": "month_charges", "arguments": {"lease_id": "L-88", "month": "2026-05"}}
+        charges = Step("t", "month_charges", "tool", input={"lease_id": "L-88", "month": "2026-05"},
+                       output={"lease_id": "L-88", "month": "2026-05", "rent": 1150.0})
+
+        def call(tool: str, month: str, lease: str = "L-88") -> Run:
+            inp = {"messages": [{"role": "user", "content": "Draft the arrears letter for lease L-88"},
+                                {"role": "assistant", "tool_calls": [first]},
+                                {"role": "tool", "content": json.dumps(charges.output)}]}
+            out = {"role": "assistant", "tool_calls": [{"name": tool, "arguments": {"lease_id": lease, "month": month}}]}
+            return _run(charges, Step("g", "generation", "llm", input=inp, output=out, deps=(Dependency("t", "data"),)))
+
+        assert not [e for e in _from(_verdict(call("month_charges", "2026-06"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call("month_charges", "2026-06", "L-99"), "g"), "llm-output")
+        assert "lease_id='L-99'" in e.reason
+        [e] = _from(_verdict(call("late_fees", "2026-06"), "g"), "llm-output")
+        assert "2026-06" in e.reason
+
+    def test_a_tool_called_again_for_a_month_a_year_back_is_still_a_finding(self) -> None:
+        """A model that read 2026-05 and asks the same tool for 2025-06, a stale year rather than the next month,
+        is not stepping through months (review rev52u M1): the month it states against its input is a finding."""
+        first = {"name": "month_charges", "arguments": {"lease_id": "L-88", "month": "2026-05"}}
+        charges = Step("t", "month_charges", "tool", input={"lease_id": "L-88", "month": "2026-05"},
+                       output={"lease_id": "L-88", "month": "2026-05", "rent": 1150.0})
+        inp = {"messages": [{"role": "user", "content": "Draft the arrears letter for lease L-88"},
+                            {"role": "assistant", "tool_calls": [first]},
+                            {"role": "tool", "content": json.dumps(charges.output)}]}
+        out = {"role": "assistant", "tool_calls": [{"name": "month_charges", "arguments": {"lease_id": "L-88", "month": "2025-06"}}]}
+        run = _run(charges, Step("g", "generation", "llm", input=inp, output=out, deps=(Dependency("t", "data"),)))
+        [e] = _from(_verdict(run, "g"), "llm-output")
+        assert "2025-06" in e.reason
+
     def test_a_field_set_only_by_its_own_earlier_message_is_no_contradiction(self) -> None:
         """A model that checked the kayaks and now checks the paddles for the same hire sets ``item`` anew: its
         earlier call in the conversation was its own decision, not a fact it was given (the tool's answer came

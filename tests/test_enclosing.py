@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import json
 import random
 import time
 from collections.abc import Callable
@@ -642,3 +643,127 @@ def test_a_span_keeps_its_same_input_evidence_when_its_tool_stamps_epoch_seconds
     ranked = _ranked(bad)
     assert ranked[0][0] == "_spillway" and "reference:same-input" in ranked[0][1]
     assert all("reference:same-input" not in s for n, s, _ in ranked if n == "_reservoir_gauge")
+
+
+# --- a translation desk: a sub-agent as a tool fetches a document (cut short) and a model answers its count -----
+
+_DOCS = {
+    "D-1": "the supplier shall deliver the goods within thirty days and notify the buyer of any delay " * 3,
+    "D-2": "either party may end this agreement with ninety days notice and the supplier keeps its liability " * 6,
+}
+"""Documents of prose, their numbers in words (no digit, date or id): a text field whose only values read are
+numbers."""
+
+
+@trajdebug.step(kind="tool")
+def _fetch_document(doc_id: str) -> dict[str, Any]:
+    text = _DOCS[doc_id]
+    return {"doc_id": doc_id, "text": text[:120] if _FLAW["on"] and doc_id == "D-2" and not _BETWEEN else text}
+
+
+_BETWEEN: list[bool] = []
+"""Non-empty while the flaw is in code between the recorded steps rather than in the document tool."""
+
+
+@trajdebug.step(kind="tool")
+def _count_words(text: str) -> dict[str, Any]:
+    return {"words": len(text.split())}
+
+
+@trajdebug.step(kind="llm")
+def _analyst_model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    words = json.loads(messages[-1]["content"])["words"]
+    return {"role": "assistant", "content": f"The document holds {words} words."}
+
+
+@trajdebug.step(kind="tool")
+def _doc_analyst(request: str, cut: bool = False) -> str:
+    """The agent as a tool (the Agents SDK records the sub-agent's run as an agent span inside it)."""
+    return _analyst_run(request, cut)
+
+
+@trajdebug.step(kind="agent")
+def _analyst_run(request: str, cut: bool) -> str:
+    """The sub-agent: fetch, count, and its model's answer returned as is.  ``cut``: code between the steps
+    (unrecorded) shortens the text before counting."""
+    doc = _fetch_document(request)
+    text = doc["text"][:120] if cut and _FLAW["on"] and request == "D-2" else doc["text"]
+    counted = _count_words(text)
+    answer = _analyst_model([{"role": "user", "content": f"count {request}"}, {"role": "tool", "content": json.dumps(counted)}])
+    return str(answer["content"])
+
+
+def _quote(task: str, cut: bool = False) -> None:
+    said = [_doc_analyst(d, cut) for d in ("D-1", "D-2")]
+    words, portal = sum(int(s.split()[3]) for s in said), sum(len(t.split()) for t in _DOCS.values())
+    if words != portal:
+        raise ValueError(f"quote bills {words} words but the portal counts {portal}")
+
+
+def test_a_tool_inside_a_sub_agent_answering_its_same_request_otherwise_is_blamed_not_the_model(tmp_path: Path) -> None:
+    """A document tool inside an agent-as-tool that answered its same request with a shorter text (a document
+    of prose, whose text field holds no value read) is where the run parts from the passing run of the same
+    input; the model call handed the shorter count, whose request differs, never says it was given the same
+    input (nu25 F2)."""
+    bad = _record(tmp_path, "desk", _quote, tasks=("J-1", "J-2"))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_fetch_document" and "reference:same-input" in ranked[0][1]
+    assert not [n for n, s, _ in ranked if n == "_analyst_model" and "reference:same-input" in s]
+
+
+def test_a_sub_agents_same_input_finding_stays_with_it_when_its_model_was_asked_otherwise(tmp_path: Path) -> None:
+    """Code between recorded steps that shortens the text (no inner step answered its request otherwise): the
+    sub-agent, given the same request, answered otherwise, and says so itself; the model call that wrote its
+    answer was handed another count, and is not said to have had the same input."""
+    _BETWEEN.append(True)
+    try:
+        bad = _record(tmp_path, "desk_cut", lambda t: _quote(t, cut=True), tasks=("J-1", "J-2"))
+    finally:
+        _BETWEEN.clear()
+    ranked = _ranked(bad)
+    same = [n for n, s, _ in ranked if "reference:same-input" in s]
+    assert same == ["_doc_analyst"]
+
+
+# --- a heat-load graph: a node computes each room's load; its routing function runs nested under it ------------
+
+_ROOMS = [("Living", 30.0, "south"), ("Bedroom", 20.0, "North"), ("Study", 10.0, "west")]
+_FACTORS = {"south": 70.0, "north": 95.0, "west": 80.0}
+
+
+@trajdebug.step(kind="other")
+def _more_rooms(state: dict[str, Any]) -> str:
+    return "room_load" if state["idx"] < len(_ROOMS) else "sum_loads"
+
+
+@trajdebug.step(kind="other")
+def _room_load(state: dict[str, Any]) -> dict[str, Any]:
+    name, area, exposure = _ROOMS[state["idx"]]
+    factor = _FACTORS.get(exposure if _FLAW["on"] else exposure.lower(), 0.0)
+    out = {"loads": [*state["loads"], {"name": name, "watts": area * factor}], "idx": state["idx"] + 1}
+    _more_rooms({**state, **out})  # the framework runs the routing function under the node, on what it returned
+    return out
+
+
+@trajdebug.step(kind="other")
+def _sum_loads(loads: list[dict[str, Any]]) -> float:
+    return float(sum(r["watts"] for r in loads))
+
+
+def _size(task: str) -> None:
+    state: dict[str, Any] = {"house": task, "idx": 0, "loads": []}
+    while state["idx"] < len(_ROOMS):
+        state = {**state, **_room_load(state)}
+    total = _sum_loads(state["loads"])
+    if total < 4500:
+        raise ValueError(f"design load {total} W is below the house's minimum")
+
+
+def test_a_node_whose_nested_routing_function_reads_its_answer_is_judged_by_the_same_input_run(tmp_path: Path) -> None:
+    """A graph node whose only inner step is its routing function, handed the state the node returned, read
+    nothing beyond its own input: the node that answered its same request otherwise is blamed first with the
+    same-input finding (nu25 F3), and the loop's exit to the sum is no finding."""
+    bad = _record(tmp_path, "heat", _size, tasks=("H-1", "H-1"))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_room_load" and "reference:same-input" in ranked[0][1]
+    assert not [r for n, _, r in ranked if n == "_more_rooms" and "never seen" in r]

@@ -1,8 +1,9 @@
 """Planted secrets never leave trajdebug from a foreign source: on every write and render path.
 
 Nineteen secret shapes (every value rule of `trajdebug.core.redaction`, the opt-in
-e-mail class included) are planted in a multi-agent transcript (message text,
-speaker names, run metadata, the failure reason) and in an OTLP file
+e-mail class included), each after a space and glued to a character outside
+ASCII, are planted in a multi-agent transcript (message text, speaker names,
+run metadata, the failure reason) and in an OTLP file
 (attributes, span names, status messages).  Each file goes through every
 command that writes or renders what it holds: ``import`` into a store and a
 JSONL file, ``export`` to OTLP and Parquet, ``report`` (HTML), ``show`` (text
@@ -73,27 +74,54 @@ _TEXTS = [
     f"paid with {SHAPES[17][1]}, thanks",
     f"mail {SHAPES[18][1]} about it",
 ]
+_GLUED = [
+    f"用密钥{SHAPES[0][1]}调用",
+    f"claude的token是{SHAPES[1][1]}",
+    f"paiement par la cl\u00e9{SHAPES[2][1]}",
+    f"令牌{SHAPES[3][1]}克隆",
+    f"GH令牌{SHAPES[4][1]}",
+    f"密钥{SHAPES[5][1]}在环境里",
+    f"配置aws_secret_access_key = {SHAPES[6][1]}",
+    f"\u043a\u043b\u044e\u0447{SHAPES[7][1]}",
+    f"\u0645\u0641\u062a\u0627\u062d{SHAPES[8][1]}",
+    f"连接串AccountKey={SHAPES[9][1]};",
+    f"通过{SHAPES[10][1]}发送",
+    f"认证Bearer {SHAPES[11][1]}",
+    f"认证Basic {SHAPES[12][1]}",
+    f"\uff21{SHAPES[13][1]}",
+    f"私钥-----BEGIN RSA PRIVATE KEY-----\n{SHAPES[14][1]}\n-----END RSA PRIVATE KEY-----",
+    f"连接postgres://app:{SHAPES[15][1]}@db.internal:5432/sales",
+    f"重试password={SHAPES[16][1]}失败",
+    f"用卡\uff14{SHAPES[17][1]}付款",
+    f"邮件{SHAPES[18][1]}关于",
+]
+"""The same secrets glued to CJK, Cyrillic, Arabic, accented and full-width characters (CJK text often has no
+space before a value)."""
 SECRETS = [s for _, s in SHAPES]
 ENV = {"TRAJDEBUG_REDACT_PII": "email"}
 
 
 def test_there_are_nineteen_shapes_each_planted() -> None:
-    """The nineteen shapes are distinct and each text plants its secret."""
+    """The nineteen shapes are distinct and each text, spaced and glued, plants its secret."""
     assert len(SHAPES) == 19 == len({s for _, s in SHAPES})
     assert all(secret in text for (_, secret), text in zip(SHAPES, _TEXTS, strict=True))
+    assert all(secret in text for (_, secret), text in zip(SHAPES, _GLUED, strict=True))
 
 
 def _transcript(path: Path) -> Path:
     messages = [{"role": "user", "name": "Planner", "content": t} for t in _TEXTS[:10]]
     messages += [{"role": "assistant", "name": f"Coder {SHAPES[0][1]}", "content": t} for t in _TEXTS[10:]]
-    doc = {"messages": messages, "outcome": "failure", "failure_reason": " / ".join(_TEXTS), "config": {"note": _TEXTS[16]}}
+    messages += [{"role": "user", "name": f"规划{SHAPES[0][1]}", "content": t} for t in _GLUED]
+    reason = " / ".join(_TEXTS) + "".join(_GLUED)
+    doc = {"messages": messages, "outcome": "failure", "failure_reason": reason, "config": {"note": _GLUED[16]}}
     path.write_text(json.dumps(doc))
     return path
 
 
 def _otlp(path: Path) -> Path:
     spans = []
-    for i, text in enumerate(_TEXTS):
+    texts = _TEXTS + _GLUED
+    for i, text in enumerate(texts):
         spans.append(
             {
                 "traceId": "0" * 31 + "1",
@@ -103,7 +131,7 @@ def _otlp(path: Path) -> Path:
                 "startTimeUnixNano": str(1000 + i),
                 "endTimeUnixNano": str(2000 + i),
                 "attributes": [{"key": "input.value", "value": {"stringValue": text}}, {"key": "note", "value": {"stringValue": text}}],
-                "status": {"code": 2, "message": text} if i == len(_TEXTS) - 1 else {},
+                "status": {"code": 2, "message": text} if i in (len(_TEXTS) - 1, len(texts) - 1) else {},
             }
         )
     path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": _TEXTS[0]}}]}, "scopeSpans": [{"spans": spans}]}]}))
@@ -244,7 +272,8 @@ def test_import_of_otlp_lines_redacts_every_place_a_span_holds(tmp_path: Path, c
 
     lines = []
     for trace in range(4):
-        spans = [_span_everywhere(trace, i, text) for i, text in enumerate(_TEXTS[trace % 2 :: 2] + _TEXTS[:3])]
+        texts = _TEXTS[trace % 2 :: 2] + _GLUED[(trace + 1) % 2 :: 2] + _TEXTS[:3] + _GLUED[:3]
+        spans = [_span_everywhere(trace, i, text) for i, text in enumerate(texts)]
         resource = {"attributes": [_attr("service.name", _s(_TEXTS[trace])), _attr("session.id", _s("s-1"))]}
         scope = {"scope": {"name": f"scope {_TEXTS[trace + 4]}"}, "spans": spans}
         lines.append(json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [scope]}]}))

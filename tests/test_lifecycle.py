@@ -658,6 +658,29 @@ class TestInfluence:
         assert len(chain.error_ids) == 2
         assert "polluted-state" in {h.rule for h in chain.reasons}
 
+    def test_a_retried_calls_answer_written_to_state_is_still_polluted_state(self) -> None:
+        """A lookup that raised once and answered on its second attempt may answer a fallback (a cold cache's
+        default rate): the recorder cannot tell it from the operation's own answer, so the state a later step
+        wrote from it is still marked polluted-state (review rev52u L1)."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=3, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def fx_rate() -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ConnectionError("fx service 503")
+            return {"rate": 1.0, "source": "fallback"}
+
+        @trajdebug.step(kind="state")
+        def remember(v: dict[str, Any], state: Any) -> None:
+            state["fx"] = v
+
+        run = record(lambda h: remember(fx_rate(), h.state))
+        (err,) = analyze_errors(run).errors
+        assert err.stage == "recovered" and err.touched_state
+        assert any("polluted-state" in {r.rule for r in c.reasons} for c in analyze_errors(run).chains)
+
 
 class TestReport:
     def test_critical_chains_come_first(self) -> None:

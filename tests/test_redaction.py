@@ -59,6 +59,44 @@ BENIGN = [
 ]
 
 
+# (rule, text with the secret glued to a character outside ASCII, the secret part that must disappear): CJK text
+# often has no space before a value; a word of any other script, an accented letter or a full-width character
+# before a key's prefix (or after its end) cannot be part of an ASCII token.
+GLUED: list[tuple[str, str, str]] = [
+    ("openai_key", "用密钥sk-proj-Abc123Def456Ghi789Jkl012调用", "sk-proj-Abc123Def456Ghi789Jkl012"),
+    ("openai_key", "token是sk-ant-api03-Zyx987Wvu654Tsr321Qpo0", "sk-ant-api03-Zyx987Wvu654Tsr321Qpo0"),
+    ("openai_key", "la cl\u00e9sk-proj-Abc123Def456Ghi789Jkl012", "sk-proj-Abc123Def456Ghi789Jkl012"),
+    ("openai_key", "\uff21sk-proj-Abc123Def456Ghi789Jkl012", "sk-proj-Abc123Def456Ghi789Jkl012"),
+    ("stripe_key", "用sk_live_51HabcdefghijklmnopQRS付款", "sk_live_51HabcdefghijklmnopQRS"),
+    ("github_token", "令牌ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789克隆", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("github_token", "GH令牌github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
+    ("aws_access_key_id", "密钥AKIAIOSFODNN7EXAMPLE在环境里", "AKIAIOSFODNN7EXAMPLE"),
+    ("google_api_key", "\u043a\u043b\u044e\u0447AIzaSyD-1234567890abcdefghijklmnopqrstu", "AIzaSyD-1234567890abcdefghijklmnopqrstu"),
+    ("huggingface_token", "\u0645\u0641\u062a\u0627\u062dhf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+    ("slack_token", "通过xoxb-1234567890-abcdefghijkl发送", "xoxb-1234567890-abcdefghijkl"),
+    ("bearer", "认证Bearer abcdefghijklmnop1234567890", "abcdefghijklmnop1234567890"),
+    ("basic_auth", "认证Basic " + base64.b64encode(b"admin:s3cretpass").decode(), base64.b64encode(b"admin:s3cretpass").decode()),
+    ("jwt", "令牌eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"),
+    ("url_credentials", "连接postgres://app:Pa55w0rdXyz@db.internal:5432/sales", "Pa55w0rdXyz"),
+    ("card_number", "用卡4111 1111 1111 1111付款", "4111 1111 1111 1111"),
+    ("card_number", "\uff144111 1111 1111 1111", "4111 1111 1111 1111"),
+    ("card_number", "\u0663378282246310005", "378282246310005"),
+]
+
+GLUED_BENIGN = [
+    "xsk-proj-Abc123Def456Ghi789Jkl012",  # glued to an ASCII letter: part of a longer token
+    "task-1234567890abcdefghijklmnop",
+    "mask-abcdefghijklmnopqrstuvwx and desk-0123456789abcdef0123",
+    "a risk-free plan",
+    "任务task-123已完成，风险risk-free",
+    "提交e83c5163316f89bfbde7d9ab23ca2e25604af290到主分支",
+    "订单1234567890123456已发货",
+    "亚洲ASIA区域和AKIA前缀",
+    "这是一段普通的中文说明：没有任何密钥。",
+    "Gda\u0144sk-Gdynia ist eine Stadt",
+]
+
+
 class TestValueRules:
     @pytest.mark.parametrize(("rule", "text", "secret"), SECRETS, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(SECRETS)])
     def test_each_secret_shape_is_replaced_and_counted(self, rule: str, text: str, secret: str) -> None:
@@ -68,6 +106,27 @@ class TestValueRules:
         assert secret not in out
         assert REDACTED in out
         assert r.counts[rule] >= 1
+
+    @pytest.mark.parametrize(("rule", "text", "secret"), GLUED, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(GLUED)])
+    def test_a_secret_glued_to_a_character_outside_ascii_is_replaced(self, rule: str, text: str, secret: str) -> None:
+        """A credential glued to a word of another script, an accented letter or a full-width character is
+        replaced, and the encoded-text tests (the prefilter's passes over bytes) do not call its text clean."""
+        from trajdebug.core.codec import dumps_line
+
+        r = Redactor()
+        out = r.text(text)
+        assert secret not in out
+        assert r.counts[rule] >= 1
+        assert not Redactor().clean_lines([dumps_line({"v": text})])[0]
+        assert not Redactor().clean_json(json.dumps({"v": [text]}).encode())
+
+    @pytest.mark.parametrize("text", GLUED_BENIGN)
+    def test_a_prefix_glued_to_an_ascii_token_or_in_cjk_prose_is_left_alone(self, text: str) -> None:
+        """A key-shaped tail glued to an ASCII letter or digit (a longer token: ``task-``, ``mask-``), ids,
+        hashes and order numbers in CJK prose, and an accented word before a short dashed word are kept."""
+        r = Redactor()
+        assert text == r.text(text)
+        assert not r.counts
 
     @pytest.mark.parametrize("text", BENIGN)
     def test_innocent_text_is_left_alone(self, text: str) -> None:
@@ -83,6 +142,11 @@ class TestValueRules:
         r = Redactor(pii=("email",))
         assert f"{REDACTED} asked" == r.text(text)
         assert {"email": 1} == dict(r.counts)
+
+    def test_an_email_glued_to_cjk_text_is_redacted_whole(self) -> None:
+        """An e-mail address between CJK characters is replaced whole once the class is enabled."""
+        r = Redactor(pii=("email",))
+        assert f"邮件{REDACTED}关于订单" == r.text("邮件ana.secret@example.com关于订单")
 
     def test_configure_turns_on_pii_classes_and_refuses_unknown_ones(self) -> None:
         """`configure(redact_pii=...)` reaches every write path's redactor; an unknown class is an error."""
@@ -114,6 +178,7 @@ _PIECES = [
     "Bearer", "bEaReR", "BASIC", "ba\u017fic", "aws_secret_access_key", "AccountKey", "sig", "AKIA", "AIza", "eyJ",
     "sk-", "xoxb-", "ghp_", "hf_", "://", "@", ":", "=", "'", '"', " ", "  ", "\t", "\n", "4111", "1111", "3782",
     "8224", "-", "_", "abcdefghijklmnop", "QWxhZGRpbjpvcGVuIHNlc2FtZQ==", "0123456789", "\u00e9t\u00e9", "\u212aey",
+    "密钥", "是", "\uff21", "\uff14", "\u0663", "cl\u00e9",
 ]
 
 
@@ -329,6 +394,23 @@ class TestEveryWritePath:
         assert len(_scan(inputs, secrets, set())) > 10  # the scan finds what is there
         assert [] == _scan(out, secrets, set())
         assert h.load().metadata["recorder"]["redacted"]
+
+
+    def test_a_glued_secret_never_reaches_the_recorders_files(self, tmp_path: Path) -> None:
+        """Secrets glued to CJK and full-width characters, in a recorded run's name, a step's name, input, output,
+        error and the failure reason, are absent from the recorder's JSONL file and store."""
+        texts = [t for _, t, _ in GLUED]
+        secrets = [s for _, _, s in GLUED]
+        with trajdebug.run(f"run {texts[0]}", store=tmp_path / "rec.db", path=tmp_path / "rec.jsonl") as h:
+            for i, text in enumerate(texts):
+                with trajdebug.step(f"step {text}", kind="tool", input={"q": text}) as s:
+                    s.output = [text, {"nested": text}]
+                    if i % 3 == 0:
+                        s.error(f"failed: {text}")
+            h.fail(" / ".join(texts))
+        trajdebug.record.flush(10)
+        assert {"rec.db", "rec.jsonl"} <= {f.name for f in tmp_path.iterdir()}
+        assert [] == _scan(tmp_path, secrets, set())
 
 
 class TestCleanJson:

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -1738,7 +1739,7 @@ class TestClaimsSayWhatWasMeasured:
 
         refs = [scale(f"p{i}", g, 8, 5, g) for i, g in enumerate((16, 24, 32, 48))]
         [e] = self._found(scale("b", 45, 8, 5, 40), refs, "reference:formula")
-        assert e.reason == "portions=40 is not copy(guests), as 4 of 4 passing values were"
+        assert e.reason == "portions=40 is not a copy of a number in guests, as 4 of 4 passing values were"
 
         def bill(rid: str, nights: int, rate: float, total: float) -> Run:
             step = Step("s", "bill", "other", input={"nights": nights, "rate": rate, "deposit": 50.0},
@@ -1747,7 +1748,7 @@ class TestClaimsSayWhatWasMeasured:
 
         paid = [bill(f"p{i}", n, 89.5, n * 89.5) for i, n in enumerate((2, 3, 4, 6))]
         [named] = self._found(bill("b", 3, 89.5, 139.5), paid, "reference:formula")
-        assert named.reason == "total=139.5 is run-sum(deposit,rate); 4 of 4 passing values were mul(nights,rate)"
+        assert named.reason == "total=139.5 is a sum of consecutive values of deposit and rate; 4 of 4 passing values were nights x rate"
 
 
 def _recorded(path: Path, agent: str, jobs: list[tuple[str, Any]]) -> tuple[Run, list[Run]]:
@@ -2601,3 +2602,206 @@ class TestRelayedRatio:
         top = analyze(bad, references=references(bad, pool), top=20).root_causes[0]
         assert bad.step(top.step_id).name == "decide_refund"
         assert any(r.startswith("amount_eur/paid_eur") and "passed on" not in r for r in top.reasons)
+
+
+# --- a loop's exit among a step's calls in its run (nu25 F4) ---------------------------------------------------------
+
+_STOCK = [("bolt", 4), ("nut", 9), ("washer", 2), ("clip", 7), ("pin", 3), ("hinge", 5)]
+
+
+@trajdebug.step(kind="other")
+def _route(state: dict[str, Any]) -> str:
+    return "_price_line" if state["i"] < len(_STOCK) else "_bill"
+
+
+@trajdebug.step(kind="other")
+def _grade(item: str) -> str:
+    return "reject" if item == "hinge" else "keep"
+
+
+@trajdebug.step(kind="tool")
+def _price_line(item: str, qty: int, grade: str = "keep") -> dict[str, Any]:
+    return {"item": item, "amount": qty * (0.0 if item == "washer" else 1.5), "grade": grade}
+
+
+@trajdebug.step(kind="output")
+def _bill(lines: list[dict[str, Any]]) -> float:
+    return float(sum(line["amount"] for line in lines))
+
+
+def _restock(path: Path, grade: bool) -> Run:
+    """A loop over stock lines, its router run after each line (and once more to leave); ``grade``: a grader
+    called per line too, whose last call answers a value its other calls never did."""
+    with contextlib.suppress(ValueError), trajdebug.run("restock", path=path) as run:
+        lines, state = [], {"i": 0}
+        while _route(state) == "_price_line":
+            item, qty = _STOCK[state["i"]]
+            lines.append(_price_line(item, qty, _grade(item)) if grade else _price_line(item, qty))
+            state = {"i": state["i"] + 1}
+        total, due = _bill(lines), 1.5 * sum(q for _, q in _STOCK)
+        if total != due:
+            run.fail(f"bill of {total} differs from the order's {due}")
+    [bad] = load_runs(path)
+    return bad
+
+
+def _categories(bad: Run, name: str) -> list[str]:
+    names = {s.step_id: s.name for s in bad.steps}
+    a = analyze(bad, top=20)
+    return [r for c in a.root_causes if names[c.step_id] == name for r in c.reasons if "never seen" in r]
+
+
+def test_a_routers_last_call_naming_the_step_that_ran_next_is_no_new_category(tmp_path: Path) -> None:
+    """Every loop ends once: the router's last call, whose value names the step that ran next (the loop's
+    exit), is no value "never seen in its other calls"."""
+    bad = _restock(tmp_path / "r.jsonl", grade=False)
+    assert _categories(bad, "_route") == []
+
+
+def test_a_last_call_answering_a_new_value_that_names_no_step_is_still_a_new_category(tmp_path: Path) -> None:
+    """A grader whose last call answers a value its other calls never did, naming no step of the run, still
+    has it found (the last call is not excused for being last)."""
+    bad = _restock(tmp_path / "g.jsonl", grade=True)
+    assert [r for r in _categories(bad, "_grade") if r.startswith("(output)=reject")]
+
+
+def test_a_formulas_shape_is_said_in_words() -> None:
+    """A formula is said as what it computes: a copy of a number in a field, two fields' difference, a number
+    of a field divided by another of it; a shape not known is kept as written."""
+    from trajdebug.analysis.reference._relations import spoken
+
+    assert spoken("copy(line)") == "a copy of a number in line"
+    assert spoken("sub(on_hand,reserved)") == "on_hand - reserved"
+    assert spoken("div(request,request)") == "a number of request / another number of request"
+    assert spoken("given-by-no-formula") == "given-by-no-formula"
+
+
+@trajdebug.step(kind="parse")
+def _parse_qty(line: str) -> dict[str, Any]:
+    return {"quantity": int(line.rsplit("qty ", 1)[1].split(",")[0])}
+
+
+def test_a_formula_finding_among_a_steps_own_calls_speaks_of_them_not_of_passing_values(tmp_path: Path) -> None:
+    """Alone (no passing run), a parse whose quantity is no copy of a number in its line, as its other calls'
+    were, says so of its other calls in this run: no "passing values" (nu25 F6)."""
+    path = tmp_path / "p.jsonl"
+    lines = ["bolts, qty 40", "leads, qty 1,200", "nuts, qty 12", "pins, qty 300", "clips, qty 75", "rings, qty 9"]
+    with contextlib.suppress(ValueError), trajdebug.run("customs", path=path) as run:
+        total = sum(_parse_qty(line)["quantity"] for line in lines)
+        run.fail(f"{total} units declared, the invoice lists 1636")
+    [bad] = load_runs(path)
+    reasons = [r for c in analyze(bad, top=10).root_causes for r in c.reasons if "quantity=1 " in r]
+    assert any("values of its other calls in this run were a copy of a number in line" in r for r in reasons)
+    assert not any("passing values" in r for r in reasons)
+
+
+# --- a loop's exit, narrowed (review rev52u M2) ----------------------------------------------------------------------
+
+_TICKETS = {
+    "B-1": ["reset", "invoice", "reset", "address", "invoice", "reset", "address", "invoice"],
+    "B-2": ["invoice", "address", "reset", "reset", "invoice", "address", "reset", "address"],
+    "B-3": ["address", "reset", "invoice", "invoice", "address", "reset", "invoice", "reset"],
+}
+_PARCELS = {
+    "P-1": [2.0, 3.5, 1.0, 2.5, 4.0, 1.5, 3.0, 26.0],
+    "P-2": [1.0, 27.0, 2.0, 3.0, 1.5, 2.5, 3.5, 4.0],
+    "P-3": [3.0, 2.0, 28.0, 1.0, 4.5, 2.0, 1.5, 3.5],
+}
+_BUG = {"on": False}
+
+
+@trajdebug.step(kind="condition")
+def _triage(ticket: dict[str, Any], remaining: int) -> str:
+    return "_escalate" if _BUG["on"] and remaining == 0 else "_auto_reply"
+
+
+@trajdebug.step(kind="tool")
+def _auto_reply(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "cost": 0.1}
+
+
+@trajdebug.step(kind="tool")
+def _escalate(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "cost": 6.0}
+
+
+@trajdebug.step(kind="tool")
+def _note(ticket: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ticket["id"], "noted": True}
+
+
+def _tickets(path: Path, batch: str, bug: bool, note: bool = False) -> None:
+    """A per-ticket router whose value names the handler that runs next (``note``: a note step runs between);
+    ``bug``: its last call sends the last ticket to an agent."""
+    _BUG["on"] = bug
+    with contextlib.suppress(ValueError), trajdebug.run("triage", path=path, task=f"triage {batch}") as run:
+        tickets = [{"id": f"T-{i}", "topic": t} for i, t in enumerate(_TICKETS[batch])]
+        costs = []
+        for i, t in enumerate(tickets):
+            handler = {"_auto_reply": _auto_reply, "_escalate": _escalate}[_triage(t, len(tickets) - 1 - i)]
+            if note:
+                _note(t)
+            costs.append(handler(t)["cost"])
+        if sum(costs) > 1.0:
+            run.fail(f"triage {batch} cost {sum(costs):.1f}: a self-service ticket went to an agent")
+    _BUG["on"] = False
+
+
+def _triage_reasons(bad: Run, refs: Sequence[Run] = ()) -> list[str]:
+    names = {s.step_id: s.name for s in bad.steps}
+    last = [s.step_id for s in bad.steps if s.name == "_triage"][-1]
+    a = analyze(bad, references=list(refs), top=30)
+    return [r for c in a.root_causes if c.step_id == last and names[c.step_id] == "_triage" for r in c.reasons]
+
+
+def test_a_routers_last_call_naming_the_next_step_is_still_new_to_the_passing_runs(tmp_path: Path) -> None:
+    """A loop's exit is excused among the router's own calls only: a value the passing runs never had (no ticket
+    ever went to an agent) stays a finding against them, whatever step it names."""
+    _tickets(tmp_path / "bad.jsonl", "B-1", bug=True)
+    for b in ("B-2", "B-3"):
+        _tickets(tmp_path / "ok.jsonl", b, bug=False)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    reasons = _triage_reasons(bad, load_runs(tmp_path / "ok.jsonl"))
+    assert any("=_escalate, never seen in passing runs" in r for r in reasons)
+
+
+def test_a_routers_last_call_naming_a_step_that_ran_later_not_next_is_still_new_among_its_calls(tmp_path: Path) -> None:
+    """A router's last call whose value names a step that ran later but not next (a note step ran between) is
+    no exit of its loop: the value never seen in its other calls is still found."""
+    _tickets(tmp_path / "bad.jsonl", "B-1", bug=True, note=True)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    assert any("=_escalate, never seen in its other calls" in r for r in _triage_reasons(bad))
+
+
+@trajdebug.step(kind="other")
+def _classify(weight: float) -> str:
+    return "freight" if weight > (25.0 if _BUG["on"] else 26.5) else "parcel"
+
+
+@trajdebug.step(kind="output")
+def _ship(classes: list[str]) -> float:
+    return float(sum(40.0 if c == "freight" else 5.0 for c in classes))
+
+
+def _parcels(path: Path, batch: str, bug: bool) -> None:
+    """Per-parcel classes, ``bug``: the freight threshold read 1.5 kg low, so the last parcel (26 kg) is freight."""
+    _BUG["on"] = bug
+    with contextlib.suppress(ValueError), trajdebug.run("ship", path=path, task=f"ship {batch}") as run:
+        total = _ship([_classify(w) for w in _PARCELS[batch]])
+        if bug:
+            run.fail(f"shipping {total:.0f} for {batch}, above the quoted 40")
+    _BUG["on"] = False
+
+
+def test_a_last_calls_value_the_passing_runs_had_is_still_new_among_its_calls(tmp_path: Path) -> None:
+    """A per-item category the passing runs had (freight) is a possible value, not an exit: a classifier's last
+    call answering it, where its other calls never did, keeps its finding among them."""
+    for b in ("P-2", "P-3"):
+        _parcels(tmp_path / "ok.jsonl", b, bug=False)
+    _parcels(tmp_path / "bad.jsonl", "P-1", bug=True)
+    [bad] = load_runs(tmp_path / "bad.jsonl")
+    names = {s.step_id: s.name for s in bad.steps}
+    last = [s.step_id for s in bad.steps if s.name == "_classify"][-1]
+    a = analyze(bad, references=load_runs(tmp_path / "ok.jsonl"), top=30)
+    reasons = [r for c in a.root_causes if c.step_id == last and names[last] == "_classify" for r in c.reasons]
+    assert any("=freight, never seen in its other calls" in r for r in reasons)

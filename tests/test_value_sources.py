@@ -7,7 +7,7 @@ import pytest
 from trajdebug.analysis._value_sources import _own_word
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import ErrorInfo, Run, Step
 
 
 def _model_reading(out: dict[str, object]) -> Run:
@@ -135,6 +135,42 @@ def test_a_number_the_failure_holds_against_a_limit_is_named_not_expected_and_it
     [(stated, w_stated)] = _rental("rental 2025-03-04 to 2025-07-04 needs 122 days of cover")
     assert checked == "was given '122', which the failure at reserve names, and did not pass it on"
     assert "expects" not in stated and w_checked == pytest.approx(w_stated / 2)
+
+
+_CLAUSES = "either party may end this agreement with written notice and the supplier keeps its liability for the goods "
+
+
+def _word_quote(counter: str, words: int | None = None) -> Run:
+    """A fetch tool's document, a word counter (``counter``: its name) answering ``words`` (its text's count when
+    None), and a quote billing the count, failing against the portal's 90."""
+    from trajdebug.core.model import Dependency
+
+    text = _CLAUSES * 3
+    counted = len(text.split()) if words is None else words
+    steps = (
+        Step("f", "fetch_document", "tool", input={"doc_id": "D-2"}, output={"doc_id": "D-2", "text": text}, start_ns=1, end_ns=2),
+        Step("c", counter, "tool", input={"text": text}, output={"words": counted}, start_ns=3, end_ns=4,
+             deps=(Dependency("f", "data"),)),
+        Step("q", "quote", "output", input={"words": counted}, output={"billed_words": counted}, start_ns=5, end_ns=6,
+             deps=(Dependency("c", "data"),)),
+        Step("m", "check", "other", input={"billed_words": counted}, output=None, status="error", start_ns=7, end_ns=8,
+             error=ErrorInfo("ValueError", f"quote bills {counted} words but the portal counts 90"), deps=(Dependency("q", "data"),)),
+    )
+    return Run("r", "quotes", outcome="failure", steps=steps)
+
+
+def test_a_counter_answering_the_characters_of_its_text_keeps_the_blame_and_hands_none_to_the_texts_writer() -> None:
+    """A word counter whose bug is counting characters (``len(text)``) is where its number came from: it is
+    not said to have counted it in the text it was given, and the step that wrote the text is not marked for
+    it (review rev52u H1: the hand-off made a wrong answer confident)."""
+    from trajdebug.analysis import analyze
+
+    bad = _word_quote("count_words", words=len(_CLAUSES * 3))
+    causes = analyze(bad, top=6).root_causes
+    reasons = {c.step_id: c.reasons for c in causes}
+    assert not any(r.startswith("counted") for r in reasons.get("c", []))
+    assert not any(r.startswith("wrote the text") for r in reasons.get("f", []))
+    assert causes[0].step_id != "f"
 
 
 def test_a_failing_step_linked_only_by_what_its_message_states_is_said_to_name_that_value_and_given_no_other() -> None:

@@ -180,4 +180,34 @@ def family(signal: str) -> str:
     return SIGNAL_FAMILIES.get(signal, signal.split(":", 1)[0])
 
 
-__all__ = ["FAULTY_THRESHOLD", "SIGNAL_FAMILIES", "SOUND_DAMPING", "Evidence", "Verdict", "family", "fold"]
+def strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """One piece of evidence per signal: the strongest, a little stronger for each further finding (at most +0.1).
+
+    Many values traced to one step say one thing many times: counting each would
+    let a step that handled many values outrank one that damaged a single one.
+    """
+    best: dict[tuple[str, bool], Evidence] = {}
+    count: dict[tuple[str, bool], int] = {}
+    for e in evidence:
+        k = (e.diagnoser, e.sound)
+        count[k] = count.get(k, 0) + 1
+        if k not in best or e.suspicion > best[k].suspicion:
+            best[k] = e
+    out = []
+    for k, e in best.items():
+        n = count[k]
+        if n > 1 and not e.sound and e.suspicion > 0:
+            e = Evidence(
+                e.step_id,
+                min(1.0, e.suspicion + min(0.1, 0.03 * (n - 1))),
+                e.reason,
+                e.diagnoser,
+                e.sound,
+                e.correction,
+                own=e.own,
+            )
+        out.append(e)
+    return out
+
+
+__all__ = ["FAULTY_THRESHOLD", "SIGNAL_FAMILIES", "SOUND_DAMPING", "Evidence", "Verdict", "family", "fold", "strongest"]

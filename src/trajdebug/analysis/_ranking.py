@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
-from trajdebug.analysis._evidence import Evidence, Verdict, fold
+from trajdebug.analysis._evidence import Evidence, Verdict, fold, strongest
 from trajdebug.analysis._left_out import shortened_lists
 from trajdebug.analysis._sources import (
     ARGUMENT_SIGNALS,
@@ -60,41 +60,14 @@ from trajdebug.analysis._wrappers import answered_inside
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import Profile
+from trajdebug.analysis.reference import Profile, asked_before
 from trajdebug.core.graph import CHILD_KEY, DependencyGraph
 from trajdebug.core.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
 from trajdebug.core.values import atoms
 
 
-def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
-    """One piece of evidence per signal: the strongest, a little stronger for each further finding (at most +0.1).
-
-    Many values traced to one step say one thing many times: counting each would
-    let a step that handled many values outrank one that damaged a single one.
-    """
-    best: dict[tuple[str, bool], Evidence] = {}
-    count: dict[tuple[str, bool], int] = {}
-    for e in evidence:
-        k = (e.diagnoser, e.sound)
-        count[k] = count.get(k, 0) + 1
-        if k not in best or e.suspicion > best[k].suspicion:
-            best[k] = e
-    out = []
-    for k, e in best.items():
-        n = count[k]
-        if n > 1 and not e.sound and e.suspicion > 0:
-            e = Evidence(
-                e.step_id,
-                min(1.0, e.suspicion + min(0.1, 0.03 * (n - 1))),
-                e.reason,
-                e.diagnoser,
-                e.sound,
-                e.correction,
-                own=e.own,
-            )
-        out.append(e)
-    return out
-
+SAME_INPUT = "reference:same-input"
+"""The signal that a step, given its request in a passing run, answered otherwise (`_Ranking._moves`)."""
 
 
 class Ranking:
@@ -258,7 +231,7 @@ class Ranking:
     def verdict(self, sid: str) -> Verdict:
         v = self.verdicts.get(sid)
         if v is None:
-            ev = _strongest(self._own_findings(sid))
+            ev = strongest(self._own_findings(sid))
             # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
             ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
             step = self.g.steps[sid]
@@ -308,8 +281,10 @@ class Ranking:
         wrote that answer (`trajdebug.analysis._wrappers.answered_inside`)."""
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
-            # A finding about the wrapper's own code (everything inside it cleared) stays with it.
-            found = [e for e in found if e.sound or e.own or e.diagnoser in ARGUMENT_SIGNALS]
+            # A finding about the wrapper's own code (everything inside it cleared) stays with it, as does "given
+            # the same input" when its writer was asked otherwise than in every passing run (`_moves`).
+            keep = not self._moves(self.written_by[sid])
+            found = [e for e in found if e.sound or e.own or e.diagnoser in ARGUMENT_SIGNALS or (keep and e.diagnoser == SAME_INPUT)]
         said = {e.diagnoser for e in found}
         # Per signal, the findings of one wrapper: two wrappers of one answer (a tool step and the agent span of
         # one sub-agent both return it) say the same thing twice, and counting both would strengthen it.  The
@@ -320,6 +295,8 @@ class Ranking:
             mine: dict[str, list[Evidence]] = {}
             for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]:
                 # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
+                if e.diagnoser == SAME_INPUT and not self._moves(sid):
+                    continue
                 if not (e.sound or e.own) and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
                     mine.setdefault(e.diagnoser, []).append(
                         replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
@@ -328,6 +305,11 @@ class Ranking:
                 if d not in moved or max(e.suspicion for e in ev) > max(e.suspicion for e in moved[d]):
                     moved[d] = ev
         return [*found, *(e for ev in moved.values() for e in ev)]
+
+    def _moves(self, writer: str) -> bool:
+        """Whether a wrapper's "given the same input" finding holds of the model call that wrote its answer: a
+        passing run made that call's request too (nu25 F2: handed a cut document, it was not)."""
+        return asked_before(self.g.steps[writer], self.profile, self.g.steps)
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]

@@ -181,7 +181,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     round(e.suspicion * sl.w["sibling"], 3),
                     e.reason.replace("passing occurrences", "other calls in this run").replace(
                         "passing runs", "its other calls in this run"
-                    ),
+                    ).replace("passing values", "values of its other calls in this run"),
                     "sibling:" + e.diagnoser.split(":", 1)[1],
                     e.sound,
                     given=e.given,

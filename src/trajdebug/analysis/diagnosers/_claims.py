@@ -301,7 +301,7 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     ]
     if bad:
         asked = _asked_before(step, ctx, claimed if claimed is not None else out)
-        bad = [b for b in bad if not (_when(b[1]) and _when(b[2]) and (b[0], str(b[2])) in asked)]
+        bad = [b for b in bad if not (_when(b[1]) and _when(b[2]) and (b[0], str(b[2])) in asked and _next_to(b[1], b[2]))]
     if not bad:
         return None
     k, v, w = bad[0]
@@ -359,9 +359,28 @@ def _called(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
             yield from _called(v, depth + 1)
 
 
+_MONTH = re.compile(r"\d{4}[-/](?:0[1-9]|1[0-2])")
+"""A month written as a year and its number (``2026-05``): a period a loop steps through as it does days."""
+
+
 def _when(v: Any) -> bool:
-    """Whether a value is a date or a time of day."""
-    return isinstance(v, str) and is_date(v.strip().lower())
+    """Whether a value is a date, a time of day or a month: a call asking for the next month after reading the
+    last one's result sets it anew, as the next day (nu25 F1)."""
+    return isinstance(v, str) and (is_date(v.strip().lower()) or _MONTH.fullmatch(v.strip()) is not None)
+
+
+def _month(v: Any) -> int | None:
+    """A year-month (``2026-05``) as a count of months, None for any other value."""
+    m = _MONTH.fullmatch(v.strip()) if isinstance(v, str) else None
+    return int(v.strip()[:4]) * 12 + int(v.strip()[5:7]) if m else None
+
+
+def _next_to(v: Any, asked: Any) -> bool:
+    """Whether a value a call sets is one it may set anew beside one asked before: a date or a time, any; a
+    month, only the one before or after (a loop stepping through months).  A month a year back or named
+    nowhere is no step of a loop but a stale value (review rev52u M1: 2025-06 asked where 2026-06 was meant)."""
+    a, b = _month(v), _month(asked)
+    return a is None or b is None or abs(a - b) == 1
 
 
 def _asked_before(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, str]]:
@@ -386,11 +405,13 @@ def _rescheduled(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, A
     A model booking one slot after another (the next start time, the next day) works each out from the
     last: the new time is that call's setting, not a time it claims the world gave it.
     """
-    fields = {k for k, _ in _asked_before(step, ctx, out)}
+    asked = _asked_before(step, ctx, out)
+    fields = {k for k, _ in asked}
     found: set[tuple[str, Any]] = set()
     for _, args in _called(out) if fields else ():
         for k, v in content.keyed_values(args).items():
-            if k in fields and _when(v) and (c := choices.key(v)):
+            near = any(_next_to(v, w) for f, w in asked if f == k)
+            if k in fields and _when(v) and near and (c := choices.key(v)):
                 found.add(c)
     return found
 

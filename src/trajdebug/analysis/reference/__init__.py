@@ -9,7 +9,7 @@ diagnoser's finding that passing runs show as often.
 
 from __future__ import annotations
 
-from trajdebug.analysis.reference._answers import unkeyed
+from trajdebug.analysis.reference._answers import asked_before, unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
@@ -44,6 +44,7 @@ __all__ = [
     "MIN_SUPPORT",
     "Profile",
     "StepKey",
+    "asked_before",
     "given_input",
     "input_key",
     "is_original",

@@ -18,9 +18,12 @@ from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._fields import (
     _NUMBER,
+    _SHAPE_ALPHA,
+    _SHAPE_DIGIT,
     _changes_among,
     _fields_of,
     _leaves,
+    _minted_only,
     _request_values,
     _units,
 )
@@ -28,7 +31,6 @@ from trajdebug.analysis.reference._profile import (
     Profile,
     StepKey,
     _canon,
-    _FieldStats,
     _StepStats,
     _tools_of,
     answer_key,
@@ -36,15 +38,10 @@ from trajdebug.analysis.reference._profile import (
     keyed_parts,
     step_key,
 )
-from trajdebug.analysis.reference._reach import epoch_like
 from trajdebug.analysis.reference._select import stated
 from trajdebug.core.chat import input_messages, normalize_llm_step, tool_calls, tool_names
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
-
-
-_SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
-"""A minted id mixes digits and letters (``BK-7031``)."""
 
 
 def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, origin: bool = False) -> Iterator[Evidence]:
@@ -106,6 +103,14 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
                 break
 
 
+def asked_before(step: Step, profile: Profile | None, steps: Mapping[str, Step] | None) -> bool:
+    """Whether a passing run made this step's request (`asked_of`, keyed as `answer_checks` keys it): "given the
+    same input" is true of it then only.  A sub-agent given the same task whose model call was handed another
+    document (nu25 F2) got the same input; its model call did not."""
+    st = profile.steps.get(step_key(step, steps)) if profile is not None else None
+    return st is not None and answer_key(asked_of(step, steps)) in st.answers
+
+
 def unkeyed(steps: Iterable[Step], profile: Profile, by_id: Mapping[str, Step]) -> frozenset[StepKey]:
     """The steps (by key) each of whose two or more calls in the failing run answered with what a passing run
     got for another request: a lookup whose answers follow something else than the request (the item's
@@ -135,7 +140,17 @@ def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:
     if not inner:
         return False
     mine = {a.key for a in value_atoms(step.input)}
-    return any(any(a.key not in mine for a in value_atoms(s.input)) for s in inner)
+    said: set[str] | None = None
+    for s in inner:
+        extra = {a.key for a in value_atoms(s.input)} - mine
+        if not extra:
+            continue
+        said = {a.key for a in value_atoms(step.output)} if said is None else said
+        # An inner step handed the step's whole answer (a LangGraph routing function nested under its node, run
+        # on the state the node returned; nu25 F3) read what the step made, nothing the step read.
+        if not (extra <= said and said <= extra | mine):
+            return True
+    return False
 
 
 _CHILDREN: list[tuple[Mapping[str, Step], int, dict[str, list[Step]]]] = []
@@ -211,70 +226,6 @@ def _variation_of(st: _StepStats) -> tuple[dict[str, int], int]:
         _VARIED.clear()
     _VARIED[id(st)] = (st, len(st.answers), out)
     return out
-
-
-def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
-    """Whether the answer differs from the passing run's only in ids the step mints on every call (a booking
-    tool's ``booking=BK-7031`` where the same request got ``BK-7003``): a new id per call, new
-    in every passing occurrence too and never given, is no changed answer."""
-    minted = {f for f, fs in st.fields.items() if _mints(fs)}
-    if not minted:
-        return False
-    try:
-        mine = _masked(json.loads(now), minted)
-        return any(_masked(json.loads(old), minted) == mine for old in answers)
-    except (ValueError, RecursionError):
-        # An answer cut for its size no longer parses: its minted fields are masked in its text, and the two
-        # compared as far as both go (review rev47r, L1: a ledger's minted ``ref`` made every call "changed").
-        cut = re.compile(r'"(' + "|".join(map(re.escape, minted)) + r')": ("(?:[^"\\]|\\.)*"|-?[\d.eE+]+)')
-        mine_text = cut.sub(r'"\1": ""', now)
-        for old in answers:
-            theirs = cut.sub(r'"\1": ""', old)
-            end = min(len(mine_text), len(theirs))
-            if len(now) >= 20_000 and mine_text[:end] == theirs[:end]:
-                return True
-        return False
-
-
-def _mints(fs: _FieldStats) -> bool:
-    """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
-    stamp: a field of dates never given, each date seen in one passing run only, and some date shared by one
-    run's calls with different requests (a snapshot's ``as_of``, dated anew in every run; the time of day
-    beside it may repeat), unlike an order's ship date, which one request gets."""
-    if fs.n < 2 or fs.grounded:
-        return False
-    if all(c == 1 for c in fs.values.values()) and all(
-        _SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values()
-    ):
-        return True
-    if len(fs.runs) >= 2 and fs.numbers and len(set(fs.numbers)) == len(fs.numbers) and all(map(_clock, fs.numbers)):
-        return True
-    dates = [k for k in fs.values if k.startswith("d:")]
-    return (
-        len(fs.runs) >= 2
-        and bool(dates)
-        and all(k.startswith(("d:", "t:")) for k in fs.values)
-        and not fs.across.intersection(dates)
-        and bool(fs.shared)
-    )
-
-
-def _clock(value: Any) -> bool:
-    """Whether a number is a clock's reading: seconds (or finer) since the epoch, 2000-2100 (no run's start
-    at hand: a field's numbers come from many runs)."""
-    return epoch_like(value, 0)
-
-
-def _masked(value: Any, fields: set[str]) -> Any:
-    """A parsed answer with the values (text, or a clock's number) under ``fields`` blanked out."""
-    if isinstance(value, Mapping):
-        return {
-            k: "" if k in fields and (isinstance(v, str) or _clock(v)) else _masked(v, fields)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_masked(v, fields) for v in value]
-    return value
 
 
 def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
@@ -520,7 +471,7 @@ def _asked_units(value: Any) -> _Asked:
     return fields, words, phrases
 
 
-__all__ = ["answer_checks", "unkeyed"]
+__all__ = ["answer_checks", "asked_before", "unkeyed"]
 
 
 def picked_first(step: Step, steps: Mapping[str, Step] | None, field: str, value: str) -> bool:

@@ -7,7 +7,7 @@ diverged in its own code; a node whose output differs because an inner step answ
 `own_answer` is the container's evidence; `inside_of` tells `answer_checks` about a non-container span.
 
 What varies from run to run makes no difference: a model's envelope (ids, usage, fingerprints), date-time
-stamps, clock readings and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion
+stamps, clock readings and UUIDs, ids an inner step mints on every call (`_fields._mints`), the completion
 order of a container's lists, what the container writes anew in every passing run (`Profile.varying`), and
 any part that is a time, a clock or timing number, a minted id, a reordering or a float summation order
 (`_reach.run_varying`).  A difference that is left must also have reached the failure (`_reach.Reach`).  The digest hashes each step's request and answer in full (no cut before hashing), in
@@ -26,7 +26,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
-from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
+from trajdebug.analysis.reference._fields import _masked, _minted_only, _mints
 from trajdebug.analysis.reference._profile import _UUID, Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
 from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying

@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH
+from trajdebug.analysis.reference._profile import _FieldStats, _StepStats
+from trajdebug.analysis.reference._reach import epoch_like
 
 
 _Units = dict[str, list[tuple[str, str]]]
@@ -316,3 +318,75 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
         if len(out) >= 200:
             break
     return out[:200]
+
+
+# -- minted ids -------------------------------------------------------------------
+
+_SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
+"""A minted id mixes digits and letters (``BK-7031``)."""
+
+
+def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
+    """Whether the answer differs from the passing run's only in ids the step mints on every call (a booking
+    tool's ``booking=BK-7031`` where the same request got ``BK-7003``): a new id per call, new
+    in every passing occurrence too and never given, is no changed answer."""
+    minted = {f for f, fs in st.fields.items() if _mints(fs)}
+    if not minted:
+        return False
+    try:
+        mine = _masked(json.loads(now), minted)
+        return any(_masked(json.loads(old), minted) == mine for old in answers)
+    except (ValueError, RecursionError):
+        # An answer cut for its size no longer parses: its minted fields are masked in its text, and the two
+        # compared as far as both go (review rev47r, L1: a ledger's minted ``ref`` made every call "changed").
+        cut = re.compile(r'"(' + "|".join(map(re.escape, minted)) + r')": ("(?:[^"\\]|\\.)*"|-?[\d.eE+]+)')
+        mine_text = cut.sub(r'"\1": ""', now)
+        for old in answers:
+            theirs = cut.sub(r'"\1": ""', old)
+            end = min(len(mine_text), len(theirs))
+            if len(now) >= 20_000 and mine_text[:end] == theirs[:end]:
+                return True
+        return False
+
+
+def _mints(fs: _FieldStats) -> bool:
+    """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
+    stamp: a field of dates never given, each date seen in one passing run only, and some date shared by one
+    run's calls with different requests (a snapshot's ``as_of``, dated anew in every run; the time of day
+    beside it may repeat), unlike an order's ship date, which one request gets."""
+    if fs.n < 2 or fs.grounded:
+        return False
+    # A field with no value read (a document's prose: no number, date or id in it) shows no id at all: "every
+    # value new" of nothing would mask a whole text answer (nu25 F2: a cut document read as unchanged).
+    if fs.values and all(c == 1 for c in fs.values.values()) and all(
+        _SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values()
+    ):
+        return True
+    if len(fs.runs) >= 2 and fs.numbers and len(set(fs.numbers)) == len(fs.numbers) and all(map(_clock, fs.numbers)):
+        return True
+    dates = [k for k in fs.values if k.startswith("d:")]
+    return (
+        len(fs.runs) >= 2
+        and bool(dates)
+        and all(k.startswith(("d:", "t:")) for k in fs.values)
+        and not fs.across.intersection(dates)
+        and bool(fs.shared)
+    )
+
+
+def _clock(value: Any) -> bool:
+    """Whether a number is a clock's reading: seconds (or finer) since the epoch, 2000-2100 (no run's start
+    at hand: a field's numbers come from many runs)."""
+    return epoch_like(value, 0)
+
+
+def _masked(value: Any, fields: set[str]) -> Any:
+    """A parsed answer with the values (text, or a clock's number) under ``fields`` blanked out."""
+    if isinstance(value, Mapping):
+        return {
+            k: "" if k in fields and (isinstance(v, str) or _clock(v)) else _masked(v, fields)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_masked(v, fields) for v in value]
+    return value

@@ -127,7 +127,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps, zeros)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps, zeros, within is not None)
     yield from _shape_checks(step, st, outs, min_runs)
     found = next(ratio_checks(step.step_id, outs, ins, st), None)
     yield from [found] if found is not None else setting_ratio_checks(step, outs, ins, st)
@@ -268,8 +268,9 @@ def _field_checks(
     key: StepKey | None = None,
     run: Mapping[str, Step] | None = None,
     zeros: bool = True,
+    siblings: bool = False,
 ) -> Iterator[Evidence]:
-    """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
+    """One output field against its invariants (``siblings``: the profile is the step's other calls in its run)."""
     sid = step.step_id
     atoms = outs.get(f)
     present_share = st.present.get(f, 0) / st.n
@@ -303,12 +304,7 @@ def _field_checks(
     if fs.sources_seen == fs.n >= MIN_SUPPORT:
         yield from _source_check(step, fs, f, atoms)
     given = ins.get(f)
-    if (
-        fs.kept_seen >= MIN_SUPPORT
-        and fs.kept == fs.kept_seen
-        and given
-        and len({a.key for a in given}) == 1
-    ):
+    if fs.kept_seen >= MIN_SUPPORT and fs.kept == fs.kept_seen and given and len({a.key for a in given}) == 1:
         moved = [a for a in atoms if a.key != given[0].key]
         if moved:
             yield Evidence(
@@ -334,7 +330,7 @@ def _field_checks(
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from formula_checks(sid, view, f, fs, numbers)
-    yield from _category_checks(step, f, fs, atoms, view)
+    yield from _category_checks(step, f, fs, atoms, view, run if siblings else None)
 
 
 def _number_findings(
@@ -403,10 +399,11 @@ def _unsigned(view: StepView, a: Any) -> bool:
 
 
 def _category_checks(
-    step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView
+    step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView, run: Mapping[str, Step] | None = None
 ) -> Iterator[Evidence]:
     """A text value never seen in passing runs, where they always had one of a few; marked `GIVEN` when the
-    step was given that value (a parse copying a model's answer): it came in with its input."""
+    step was given that value (a parse copying a model's answer): it came in with its input.  Among a step's
+    calls in its run (``run``: its steps by id), not a loop's exit (`_exits_as_usual`)."""
     sid = step.step_id
     cats = [a for a in atoms if a.kind == "text"]
     text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
@@ -425,7 +422,7 @@ def _category_checks(
             # the next day, not a new category.  One stamp shared by every passing run still says something.
             days = [a.raw for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
             new = [a for a in new if not any(d in a.raw for d in days)]
-        if new:
+        if new and not _exits_as_usual(step, new[0].raw, run):
             usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
             # A value unseen in n observations may still have a share up to 3/n (the rule
             # of three, Hanley & Lippman-Hand 1983): few observations say little about a
@@ -441,6 +438,24 @@ def _category_checks(
                 values=tuple(str(p) for p in parts[:1]) if copied else (),
                 given=copied,
             )
+
+
+def _exits_as_usual(step: Step, value: str, run: Mapping[str, Step] | None) -> bool:
+    """Whether a value new among a step's other calls in its run is how its loop ends (nu25 F4): the step's last
+    call in the run, whose value names the step that ran next (a routing function sending the run out of the
+    loop: every loop ends once).  Only among its calls in the run (``run`` given): against the passing runs, a
+    value they never had stays a finding; a value naming a step that ran later, not next, or one the passing
+    runs' calls had (a possible category, not an exit) excuses nothing (review rev52u M2)."""
+    if run is None:
+        return False
+    after = list(run.values())
+    at = next((i for i, s in enumerate(after) if s.step_id == step.step_id), None)
+    if at is None:
+        return False
+    later = [s for s in after[at + 1 :] if s.parent_id != step.step_id]
+    if any(s.name == step.name and s.kind == step.kind and s.agent == step.agent for s in later):
+        return False
+    return bool(later) and later[0].name == value
 
 
 def _wrapped(atom: Any, view: StepView, usual: Sequence[str]) -> str | None:

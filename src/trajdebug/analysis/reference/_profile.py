@@ -84,7 +84,7 @@ class _FieldStats:
     formulas: dict[str, int] = field(default_factory=dict)
     fits: dict[str, int] = field(default_factory=dict)
     """How many of its numbers each formula explains (a number may fit several: `formulas`)."""
-    # Read only to compare answers across passing runs (`_answers._mints`): sibling profiles, which compare
+    # Read only to compare answers across passing runs (`_fields._mints`): sibling profiles, which compare
     # no answers, leave them empty.
     day_asks: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
     """Each day's runs, each with the first request that got it (days only, uncapped: a field's repeats must

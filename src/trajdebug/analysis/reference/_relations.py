@@ -91,14 +91,45 @@ def formula_checks(
                 and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
                 and not _as_often(now, nows, fs)
             ):
+                was = spoken(usual)
                 if now == "given-by-no-formula":
-                    said = f"{f}={a.raw} is {NO_FORMULA}; {count} of {total} passing values were {usual}"
+                    said = f"{f}={a.raw} is {NO_FORMULA}; {count} of {total} passing values were {was}"
                 elif _coincidence(operands, a, now, fs):
-                    said = f"{f}={a.raw} is not {usual}, as {count} of {total} passing values were"
+                    said = f"{f}={a.raw} is not {was}, as {count} of {total} passing values were"
                 else:
-                    said = f"{f}={a.raw} is {now}; {count} of {total} passing values were {usual}"
+                    said = f"{f}={a.raw} is {spoken(now)}; {count} of {total} passing values were {was}"
                 yield Evidence(sid, _w(0.55 * share, count), said, "reference:formula")
                 break
+
+
+_SPOKEN = {
+    "copy": "a copy of {0}",
+    "sum": "the sum of {0}",
+    "run-sum": "a sum of consecutive values of {0}",
+    "max": "the largest of {0}",
+    "min": "the smallest of {0}",
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} x {1}",
+    "div": "{0} / {1}",
+    "pct": "{0} x {1} / 100",
+}
+"""A formula's shape (`Derivation.formula`: ``copy(line)``) as a reason says it: "a copy of line" read as a
+copy of the whole field (nu25 F6), and ``div(request,request)`` as a number divided by itself (nu25 F3)."""
+
+
+def spoken(shape: str) -> str:
+    """A formula's shape in words: ``copy(line)`` is "a copy of a number in line", ``div(a,a)`` "a number of a /
+    another number of a"; a shape it does not know, as written."""
+    op, _, rest = shape.partition("(")
+    fields = rest.rstrip(")").split(",") if rest else []
+    said = _SPOKEN.get(op)
+    if said is None or not fields or (op in _PAIRWISE and len(fields) != 2):
+        return shape
+    if op not in _PAIRWISE:
+        return said.format(" and ".join(fields)).replace("a copy of ", "a copy of a number in ", 1)
+    a, b = fields
+    return said.format(a, b) if a != b else said.format(f"a number of {a}", f"another number of {b}")
 
 
 def _coincidence(operands: StepView, a: Any, now: str, fs: _FieldStats) -> bool:
@@ -114,6 +145,10 @@ def _coincidence(operands: StepView, a: Any, now: str, fs: _FieldStats) -> bool:
     op = "add" if d is not None and d.op == "run-sum" and len(d.operands) == 2 else d.op if d is not None else ""
     if d is None or op not in _PAIRWISE:
         return False
+    if op == "div" and a.number == 0:
+        # A quotient written as 0 is any small number over a large one, rounded (a room's 0 W as its area over
+        # the house's description's numbers; nu25 F3): no computation it names.
+        return True
     small = [o.number is not None and o.number == int(o.number) and abs(o.number) <= SMALL_COUNT for o in d.operands]
     return all(small) or (op in ("add", "sub") and any(small))
 

@@ -209,6 +209,12 @@ _ASSIGNED = (
     r"|private[_\-]?key|client[_\-]?secret|dsn|credentials?"
 )
 
+# A credential's edges are ASCII word boundaries, ``(?a:\b)``: a token of ASCII letters and digits ends where
+# a character outside ASCII starts, so a key glued to a word of another script (``密钥sk-...``, ``token是sk-...``,
+# a full-width ``Ａ`` or ``４``, ``clé`` before ``sk-``) is found, which Unicode's ``\b`` misses (``密`` is a
+# word character there).  One glued to an ASCII letter or digit (``task-...``, ``mask-...``, ``xsk-...``) stays
+# part of a longer token, as before.  The card rule's digits are ASCII digits for the same reason (``４`` is a
+# ``\d`` in Unicode; no issuer's number holds one).  On ASCII text every rule matches as it did with ``\b``.
 RULES: tuple[Rule, ...] = (
     Rule(
         "private_key",
@@ -216,16 +222,16 @@ RULES: tuple[Rule, ...] = (
         gate=("PRIVATE KEY",),
         needs="-",
     ),
-    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", gate=("eyJ",), needs="J"),
-    Rule("openai_key", r"\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", gate=("sk-",), needs="-"),
-    Rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", gate=("k_live_", "k_test_"), needs="_"),
+    Rule("jwt", r"(?a:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", gate=("eyJ",), needs="J"),
+    Rule("openai_key", r"(?a:\b)sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", gate=("sk-",), needs="-"),
+    Rule("stripe_key", r"(?a:\b)[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", gate=("k_live_", "k_test_"), needs="_"),
     Rule(
         "github_token",
-        r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",
+        r"(?a:\b)gh[pousr]_[A-Za-z0-9]{20,}|(?a:\b)github_pat_[A-Za-z0-9_]{20,}",
         gate=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         needs="_",
     ),
-    Rule("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", gate=("AKIA", "ASIA"), needs="A"),
+    Rule("aws_access_key_id", r"(?a:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?a:\b)", gate=("AKIA", "ASIA"), needs="A"),
     Rule(
         "aws_secret_key",
         r"(?i:aws[_\- ]?secret[_\- ]?(?:access[_\- ]?)?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})",
@@ -233,8 +239,8 @@ RULES: tuple[Rule, ...] = (
         lower_gate=("aws",),
         needs=":=",
     ),
-    Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", gate=("AIza",), needs="A"),
-    Rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", gate=("hf_",), needs="_"),
+    Rule("google_api_key", r"(?a:\b)AIza[0-9A-Za-z_\-]{35}", gate=("AIza",), needs="A"),
+    Rule("huggingface_token", r"(?a:\b)hf_[A-Za-z0-9]{30,}", gate=("hf_",), needs="_"),
     Rule(
         "azure_key",
         r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature|[?&]sig)=([A-Za-z0-9%+/=]{20,})",
@@ -242,10 +248,10 @@ RULES: tuple[Rule, ...] = (
         lower_gate=("accountkey", "sharedaccess", "sig="),
         needs="=",
     ),
-    Rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", gate=("xox",), needs="-"),
-    Rule("bearer", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/\-]{16,}=*)", group=1, lower_gate=("bearer",)),
-    Rule("basic_auth", r"(?i:\bbasic)\s+([A-Za-z0-9+/]{6,}={0,2})", group=1, check=_is_basic, lower_gate=("basic",)),
-    Rule("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", group=1, gate=("://",), needs="@"),
+    Rule("slack_token", r"(?a:\b)xox[abposr]-[A-Za-z0-9-]{10,}", gate=("xox",), needs="-"),
+    Rule("bearer", r"(?i:(?a:\b)bearer)\s+([A-Za-z0-9._~+/\-]{16,}=*)", group=1, lower_gate=("bearer",)),
+    Rule("basic_auth", r"(?i:(?a:\b)basic)\s+([A-Za-z0-9+/]{6,}={0,2})", group=1, check=_is_basic, lower_gate=("basic",)),
+    Rule("url_credentials", r"(?a:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", group=1, gate=("://",), needs="@"),
     Rule(
         "assignment",
         r"(?i:(?:" + _ASSIGNED + r"))\b[\"']?\s*[:=]\s*[\"']?([^\s\"',;&}\])]+)",
@@ -253,10 +259,10 @@ RULES: tuple[Rule, ...] = (
         lower_gate=("pass", "pwd", "secret", "token", "key", "dsn", "credential"),
         needs=":=",
     ),
-    Rule("card_number", r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])", check=_is_card),
+    Rule("card_number", r"(?a:(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-]))", check=_is_card),
     Rule(
         "email",
-        r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+        r"(?a:\b)[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}(?a:\b)",
         gate=("@",),
         needs="@",
         pii=True,
