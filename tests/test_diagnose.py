@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable
@@ -2333,3 +2334,158 @@ def test_a_model_answer_holding_infinity_is_analysed_without_a_crash() -> None:
     )
     result = analyze(Run("r", "potter", outcome="failure", steps=steps))
     assert [c.step_id for c in result.root_causes][:1] in (["m"], ["b"])
+
+
+def _recorded_survey_run(
+    path: Path, *, later: bool = True, reason: str = "payback 13.7 years is above the limit", factor: int = 1
+) -> Run:
+    """Record one failing run of a quoting agent whose memory step keeps four fields of a site survey (the usage,
+    its day and night shares and the roof; ``factor``: the usage is stored that many times over) in ``run.state``; ``later``: the survey itself is handed on to the steps after it (its address
+    and utility to a tariff lookup and a brief), else they are handed only the usage the memory kept."""
+    import trajdebug
+    from trajdebug.sources.load import load_runs
+
+    survey = {"address": "41 Orchard Way", "usage_kwh": 6800, "utility": "MetroEnergy", "day_share": 0.65,
+              "night_share": 0.35, "roof": "slate"}
+
+    @trajdebug.step(kind="tool")
+    def fetch_survey(customer: str) -> dict[str, Any]:
+        return survey
+
+    @trajdebug.step(kind="state")
+    def remember_usage(s: dict[str, Any]) -> None:
+        trajdebug.current_run().state["usage"] = {
+            "usage_kwh": s["usage_kwh"] * factor, "day_share": s["day_share"], "night_share": s["night_share"],
+            "roof": s["roof"],
+        }
+
+    @trajdebug.step(kind="tool")
+    def lookup_tariff(s: dict[str, Any]) -> dict[str, Any]:
+        return {"plan": "Smart TOU", "rate": 0.11}
+
+    @trajdebug.step(kind="other")
+    def compute_savings(tariff: dict[str, Any]) -> dict[str, Any]:
+        usage = trajdebug.current_run().state["usage"]
+        return {"eur_per_year": round(usage["usage_kwh"] * 0.7 * tariff["rate"], 2)}
+
+    with trajdebug.run("solar-quote", path=path, metadata={"task": "quote C-105"}) as run:
+        s = fetch_survey("C-105")
+        remember_usage(s)
+        tariff = lookup_tariff(s if later else {"usage_kwh": 6800})
+        compute_savings(tariff)
+        run.fail(reason)
+    [got] = load_runs(path)
+    return got
+
+
+class TestStoredProjection:
+    """A state step storing a few fields of what it was given (nu24 F7)."""
+
+    @staticmethod
+    def _said(run: Run) -> list[str]:
+        [w] = [s for s in run.steps if s.name == "remember_usage"]
+        return [e.reason for e in _from(_verdict(run, w.step_id, detect(run)), "state-write") if not e.sound]
+
+    def test_a_memory_keeping_four_fields_of_a_survey_later_steps_read_is_a_projection(self, tmp_path: Path) -> None:
+        """A memory that keeps the usage of a survey whose other fields the steps after it were handed anyway is
+        said to leave values out, not to have lost what it stores."""
+        [said] = self._said(_recorded_survey_run(tmp_path / "r.jsonl"))
+        assert said.startswith("what it wrote leaves out") and "stores what it is given" not in said
+
+    def test_a_dropped_field_no_later_step_was_handed_is_still_lost(self, tmp_path: Path) -> None:
+        """A memory that left out fields no later step was handed by another path lost them: it stores what it
+        is given, and lost values its readers never got."""
+        [said] = self._said(_recorded_survey_run(tmp_path / "r.jsonl", later=False))
+        assert said.startswith("it stores what it is given, but")
+
+    def test_a_kept_field_whose_value_changed_is_still_lost(self, tmp_path: Path) -> None:
+        """A memory that kept the usage field but stored a thousand times the usage it was given changed a value,
+        though later steps were handed the survey by another path: it stores what it is given, and lost it."""
+        [said] = self._said(_recorded_survey_run(tmp_path / "r.jsonl", factor=1000))
+        assert said.startswith("it stores what it is given, but") and "6800" in said
+
+    def test_a_dropped_value_the_failure_names_is_still_lost(self, tmp_path: Path) -> None:
+        """A memory that left out a value the failure's message names (the address of the refused roof) lost it,
+        though later steps were handed the survey by another path."""
+        run = _recorded_survey_run(tmp_path / "r.jsonl", reason="no quote for the slate roof at 41 Orchard Way")
+        [said] = self._said(run)
+        assert said.startswith("it stores what it is given, but")
+
+
+def _recorded_account_run(path: Path, *, stored: str = "history", reason: str | None = None) -> Run:
+    """Record one failing run of a quoting agent whose account memory stores the discount from the account's
+    ``history`` (its previous one, 0.0) or its current ``discount`` (0.02); a check then raises on the stored
+    discount with ``reason`` (default: naming both discounts)."""
+    import trajdebug
+    from trajdebug.sources.load import load_runs
+
+    @trajdebug.step(kind="tool")
+    def lookup_account(customer: str) -> dict[str, Any]:
+        return {"tier": "bronze", "discount": 0.02, "history": [0.0, 0.02], "customer": customer}
+
+    @trajdebug.step(kind="state")
+    def remember_account(acc: dict[str, Any]) -> dict[str, Any]:
+        kept = {"customer": acc["customer"], "tier": acc["tier"],
+                "discount": acc["history"][0] if stored == "history" else acc["discount"]}
+        trajdebug.current_run().state["account"] = kept
+        return kept
+
+    @trajdebug.step(kind="other")
+    def validate_quote(acc: dict[str, Any]) -> str:
+        kept = trajdebug.current_run().state["account"]
+        raise ValueError(reason or f"discount {kept['discount']} differs from tier {acc['tier']} ({acc['discount']})")
+
+    with contextlib.suppress(ValueError), trajdebug.run("cooperage", path=path, metadata={"task": "quote Ostrander"}):
+        acc = lookup_account("Ostrander Winery")
+        remember_account(acc)
+        validate_quote(acc)
+    [got] = load_runs(path)
+    return got
+
+
+class TestOverwrittenStoredValue:
+    """A state step that stored another value where it was given one the failure names (ZZT coop-4)."""
+
+    @staticmethod
+    def _said(run: Run) -> list[str]:
+        [w] = [s for s in run.steps if s.name == "remember_account"]
+        return [e.reason for e in _from(_verdict(run, w.step_id, detect(run)), "state-write") if not e.sound]
+
+    def test_a_memory_storing_the_old_discount_the_failure_names_the_new_one_of(self, tmp_path: Path) -> None:
+        """A memory handed discount=0.02 that stored 0.0 (its history's first), when the failure names 0.02,
+        wrote another value in place of one the run was judged on: said so, with both values."""
+        [said] = self._said(_recorded_account_run(tmp_path / "r.jsonl"))
+        assert said == "it wrote discount=0.0 where it was given discount=0.02, which the failure names"
+
+    def test_a_replaced_value_the_failure_does_not_name_is_no_replacement_finding(self, tmp_path: Path) -> None:
+        """The same write, when the failure names neither discount, is judged as before: it left values out."""
+        [said] = self._said(_recorded_account_run(tmp_path / "r.jsonl", reason="the bronze quote was refused"))
+        assert said.startswith("what it wrote leaves out")
+
+    def test_a_memory_storing_the_given_discount_lost_nothing(self, tmp_path: Path) -> None:
+        """A memory that stored the discount it was given replaced nothing: no suspicion from its write."""
+        assert self._said(_recorded_account_run(tmp_path / "r.jsonl", stored="discount")) == []
+
+
+def test_a_dropped_word_later_steps_hold_only_inside_another_word_is_still_lost(tmp_path: Path) -> None:
+    """A memory that left out the roof ('slate') when later steps were handed only 'slates' inside a longer
+    word lost it: a value is handed on as a word of its own."""
+    import trajdebug
+    from trajdebug.sources.load import load_runs
+
+    @trajdebug.step(kind="state")
+    def remember_usage(s: dict[str, Any]) -> None:
+        trajdebug.current_run().state["usage"] = {k: s[k] for k in ("usage_kwh", "day_share", "night_share")}
+
+    @trajdebug.step(kind="other")
+    def compute_savings(note: str) -> float:
+        return float(trajdebug.current_run().state["usage"]["usage_kwh"]) * 0.07
+
+    with trajdebug.run("solar-quote", path=tmp_path / "r.jsonl") as run:
+        remember_usage({"usage_kwh": 6800, "day_share": 0.65, "night_share": 0.35, "roof": "slate"})
+        compute_savings("roof tiles: slates-grey")
+        run.fail("payback 13.7 years is above the limit")
+    [got] = load_runs(tmp_path / "r.jsonl")
+    [w] = [s for s in got.steps if s.name == "remember_usage"]
+    [e] = [e for e in _from(_verdict(got, w.step_id, detect(got)), "state-write") if not e.sound]
+    assert e.reason.startswith("it stores what it is given, but") and "'slate'" in e.reason

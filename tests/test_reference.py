@@ -2495,6 +2495,115 @@ def test_a_run_that_states_an_empty_input_is_the_same_input_as_no_other_run(give
     assert input_key(stated) == ("task", '"T-1"') and same_request(stated, dataclasses.replace(b, metadata={"task": "T-1"}))
 
 
+def _refund_agent(
+    path: Path, *, relay_field: str = "refund_eur", computed: bool = True, cents: bool = False, memo: bool = False
+) -> tuple[Run, list[Run]]:
+    """A recorded refund desk: an order lookup (the amount paid), a ticket list, a refund tool, then a model
+    step that hands the refund on as its call's ``amount_eur``, and an audit that raises on a refund short of
+    what was paid.  Four passing orders; the failing one has 7 tickets of which the list gives 5 (page one).
+    ``computed``: the refund tool sums the tickets it is given (else it reads the refund from a table, wrong for
+    the failing order); ``relay_field``: what the model hands on in the failing run (``refund_eur``: as always);
+    ``cents``: the lookup answers the failing order's amount paid in cents, and the list gives every ticket;
+    ``memo``: the table tool is also handed a note of the deposit held, and its table's refund for the failing
+    order is that deposit's number (a wrong refund that equals another field's value upstream)."""
+    paid = {"O-1": (2, 40.0), "O-2": (3, 55.0), "O-3": (4, 30.0), "O-4": (5, 62.5), "O-9": (7, 62.0)}
+    table = {o: n * p for o, (n, p) in paid.items()} | {"O-9": 90.5 if memo else 310.0}
+
+    @trajdebug.step(kind="tool")
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        n, price = paid[order_id]
+        scale = 100 if cents and order_id == "O-9" else 1
+        return {"order_id": order_id, "paid_eur": n * price * scale, "deposit_eur": 12.5 * n + 3, "tickets": n}
+
+    @trajdebug.step(kind="tool")
+    def list_tickets(order_id: str) -> list[dict[str, Any]]:
+        n, price = paid[order_id]
+        return [{"ticket": f"{order_id}-T{k}", "price_eur": price} for k in range(n if cents else min(n, 5))]
+
+    @trajdebug.step(kind="tool")
+    def calculate_refund(tickets: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"refund_eur": sum(t["price_eur"] for t in tickets)}
+
+    @trajdebug.step(kind="tool")
+    def quote_refund(order_id: str, note: str = "") -> dict[str, Any]:
+        return {"refund_eur": table[order_id]}
+
+    @trajdebug.step(kind="llm")
+    def decide_refund(order: dict[str, Any], refund: dict[str, Any], field: str) -> dict[str, Any]:
+        return {"order_id": order["order_id"], "amount_eur": (order | refund)[field]}
+
+    @trajdebug.step(kind="other")
+    def audit_refund(order: dict[str, Any], decision: dict[str, Any]) -> str:
+        if decision["amount_eur"] != order["paid_eur"]:
+            raise ValueError(f"refund {decision['amount_eur']} EUR does not match the amount paid for {order['order_id']}")
+        return "ok"
+
+    def job(order_id: str) -> Any:
+        def body() -> None:
+            order = lookup_order(order_id)
+            note = f"a deposit of {order['deposit_eur']} EUR is held" if memo else ""
+            refund = calculate_refund(list_tickets(order_id)) if computed else quote_refund(order_id, note)
+            audit_refund(order, decide_refund(order, refund, relay_field if order_id == "O-9" else "refund_eur"))
+        return body
+
+    return _recorded(path, "refunds", [(f"refund order {o}", job(o)) for o in paid])
+
+
+class TestRelayedRatio:
+    """A broken ratio on a number the step handed on unchanged (nu24 F4)."""
+
+    def test_a_model_handing_a_computed_refund_on_keeps_only_the_inherited_share(self, tmp_path: Path) -> None:
+        """A model that hands the refund tool's answer on as it always did holds the refund's broken ratio to the
+        amount paid as a finding it was given (it says it passed the number on), and weighs less than a model
+        that handed on a number it never handed on; no step that computed the refund is said to have produced it."""
+
+        def relay(**kw: Any) -> Any:
+            bad, pool = _refund_agent(tmp_path / f"{len(kw)}.jsonl", **kw)
+            analysis = analyze(bad, references=references(bad, pool), top=20)
+            [c] = [c for c in analysis.root_causes if bad.step(c.step_id).name == "decide_refund"]
+            return c, analysis
+
+        passed, analysis = relay()
+        [said] = [r for r in passed.reasons if r.startswith("amount_eur/paid_eur")]
+        assert "passed on its input's refund_eur unchanged" in said
+        assert not any("passed on unchanged" in r for c in analysis.root_causes for r in c.reasons)
+        chose, _ = relay(relay_field="deposit_eur")
+        assert passed.score < chose.score
+
+    def test_a_refund_read_from_a_table_is_blamed_on_the_table_tool(self, tmp_path: Path) -> None:
+        """A refund tool that read the number from a table (computed from nothing it was given) carries the ratio
+        its number broke when the model handed it on unchanged: it is the top suspect."""
+        bad, pool = _refund_agent(tmp_path / "runs.jsonl", computed=False)
+        top = analyze(bad, references=references(bad, pool), top=20).root_causes[0]
+        assert bad.step(top.step_id).name == "quote_refund"
+        assert any("which decide_refund passed on unchanged: amount_eur/paid_eur" in r for r in top.reasons)
+
+    def test_a_number_an_earlier_step_held_under_another_field_is_not_moved_onto_it(self, tmp_path: Path) -> None:
+        """A refund that equals the deposit the order lookup answered (the table tool was handed the deposit in a
+        note) was not produced by the lookup as a refund: the ratio's finding is not moved onto the lookup."""
+        bad, pool = _refund_agent(tmp_path / "runs.jsonl", computed=False, memo=True)
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        assert bad.step(analysis.root_causes[0].step_id).name != "lookup_order"
+        [lookup] = [c for c in analysis.root_causes if bad.step(c.step_id).name == "lookup_order"]
+        assert not any("passed on unchanged" in r for r in lookup.reasons)
+
+    def test_a_divisor_an_order_of_magnitude_off_keeps_the_ratio_where_it_broke(self, tmp_path: Path) -> None:
+        """A model that hands the right refund on, measured against an amount paid a hundred times what passing
+        runs were given (cents for euros), relayed nothing wrong: the ratio's finding stays its own, unmoved."""
+        bad, pool = _refund_agent(tmp_path / "runs.jsonl", cents=True)
+        analysis = analyze(bad, references=references(bad, pool), top=20)
+        said = [r for c in analysis.root_causes for r in c.reasons if "amount_eur/paid_eur" in r]
+        assert said and not any("passed on" in r for r in said)
+
+    def test_a_model_handing_on_a_field_it_never_handed_on_keeps_the_ratio(self, tmp_path: Path) -> None:
+        """A model that hands on the deposit where it always handed on the refund chose the wrong number: the
+        ratio's finding stays its own, in full, and it is the top suspect."""
+        bad, pool = _refund_agent(tmp_path / "runs.jsonl", relay_field="deposit_eur")
+        top = analyze(bad, references=references(bad, pool), top=20).root_causes[0]
+        assert bad.step(top.step_id).name == "decide_refund"
+        assert any(r.startswith("amount_eur/paid_eur") and "passed on" not in r for r in top.reasons)
+
+
 # --- a loop's exit among a step's calls in its run (nu25 F4) ---------------------------------------------------------
 
 _STOCK = [("bolt", 4), ("nut", 9), ("washer", 2), ("clip", 7), ("pin", 3), ("hinge", 5)]

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import reference
 from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import CallRules
@@ -200,7 +201,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             # A new value the step was given (a parse copying a model's answer, a model no reference
             # profiles) came in with its input: the step keeps the inherited share of that finding, and
             # its own deviation still passes on to the steps after it.
-            out += [m for e in found if e.given for m in _modelled(sl, sid, e, deviates)]
+            out += [m for e in found if e.given for m in (*_modelled(sl, sid, e, deviates), *reference.relayed_source(sl.lin, sl.g.steps, sid, e))]
             found = [
                 replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.given else e
                 for e in found

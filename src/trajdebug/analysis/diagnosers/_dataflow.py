@@ -26,6 +26,15 @@ from trajdebug.analysis.diagnosers._parsed_lines import (
     text_dropped,
 )
 from trajdebug.analysis.diagnosers._reads import ERROR, OK, Reads, reading
+from trajdebug.analysis.diagnosers._write_losses import (
+    _INDEX,
+    _NUMERAL,
+    _kept_field_lost,
+    _lost,
+    _needed_later,
+    _overwritten,
+    _with_json_read,
+)
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
 from trajdebug.core.mentions import date_year, same_year
@@ -60,60 +69,6 @@ def _values_of(
             seen.add(k)
             out.append(v)
     return out
-
-
-_NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+")
-"""A number written out whole, thousands separators allowed."""
-
-
-def _lost(values: list[Any], text: str) -> list[Any]:
-    """The values that do not show in a (lower-case) text, numbers in any restated form."""
-    forms: set[str] | None = None  # read when a value is not found as written (most are)
-    lost = []
-    for v in values:
-        if isinstance(v, str):
-            if v.strip().lower() in text:
-                continue
-            # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
-            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
-            if n is None:
-                lost.append(v)
-                continue
-        else:
-            n = content.norm_number(repr(v))
-        if forms is None:
-            forms = _number_forms(text)
-        if n not in forms:
-            lost.append(v)
-    return lost
-
-
-_FORMS_OF: list[tuple[str, set[str]] | None] = [None]
-"""The last text `_number_forms` read with its forms, as one pair: a writer's leaves are each tested against the
-same text.  One pair swapped whole, so two threads analysing at once never pair one text with the other's forms."""
-
-
-def _number_forms(text: str) -> set[str]:
-    """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
-    last = _FORMS_OF[0]
-    if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        last = (text, content.number_forms(text))
-        _FORMS_OF[0] = last
-    return last[1]
-
-
-def _with_json_read(value: Any, depth: int = 0) -> Any:
-    """The value with JSON written in its strings read (a chat message whose content is JSON, a field holding a record)."""
-    if depth > 4:
-        return value
-    if isinstance(value, str):
-        parsed = content.embedded_json(value)
-        return value if parsed is None else _with_json_read(parsed, depth + 1)
-    if isinstance(value, Mapping):
-        return {k: _with_json_read(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_with_json_read(v, depth + 1) for v in value[:500]]
-    return value
 
 
 @reading(Reads(skips_statuses=ERROR))
@@ -352,7 +307,7 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # was filled, and says nothing of what the step stored.
             return
         if not _lost_as_siblings(step, ctx):
-            yield from _stored_values(step, values, written)
+            yield from _stored_values(step, values, written, ctx)
         return
     # No record of what was written: what its readers were given or got back
     # (a reader of a database returns what was stored).
@@ -382,9 +337,6 @@ def _channel_writer(step: Step, edges: list[Dependency]) -> bool:
     if step.attributes.get("state_values") or step.attributes.get("state_writes"):
         return False
     return all(d.origin == "declared" and d.key for d in edges)
-
-
-_INDEX = re.compile(r"\[\d+\]")
 
 
 def _lost_paths(step: Step) -> frozenset[str] | None:
@@ -431,12 +383,16 @@ def _calls(steps: Iterable[Step]) -> dict[tuple[str, str], dict[str, Step]]:
     return out
 
 
-def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) -> Iterable[Evidence]:
+def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any], ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Compare what a writer was given with what it wrote (``attributes["state_values"]``).
 
     A writer that stores what it was given (at least three values written, three
-    quarters of them copied from its input) should not lose any of it; one that
-    derives new values (an id, a severity) may rightly leave its input behind.
+    quarters of them copied from its input) should not lose what the run needed of it;
+    one that derives new values (an id, a severity) may rightly leave its input behind.
+    A storing writer that kept a few fields of a record, dropping the others whole, every
+    value of which later steps were handed anyway (a survey's address and faces, read from
+    the survey itself), made a projection: it is said as one that leaves values out, not as
+    one that lost them.
     """
     lost = _lost(values, content.text_of(written).lower())
     if not lost:
@@ -453,7 +409,16 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
-    if storing:
+    swap = _overwritten(lost, step, written, ctx)
+    if swap is not None:
+        key, was, wrote = swap
+        yield Evidence(
+            step.step_id,
+            0.45,
+            f"it wrote {key}={wrote!r} where it was given {key}={was!r}, which the failure names",
+            "state-write",
+        )
+    elif storing and (_kept_field_lost(lost, step, written) or _needed_later(lost, step, ctx)):
         yield Evidence(
             step.step_id,
             0.2 + 0.4 * frac,

@@ -24,6 +24,7 @@ from trajdebug.analysis.reference._invariants import (
     violations,
 )
 from trajdebug.analysis.reference._profile import producers_of, spectrum
+from trajdebug.analysis.reference._relations import relayed_source
 from trajdebug.analysis.reference._select import (
     MAX_REFERENCES,
     given_input,
@@ -52,6 +53,7 @@ __all__ = [
     "producers_of",
     "returns_empty",
     "references",
+    "relayed_source",
     "same_agent",
     "same_request",
     "sibling_profiles",

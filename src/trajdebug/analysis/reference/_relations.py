@@ -18,12 +18,13 @@ products and sums land on many a number).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import StepView, derivation
+from trajdebug.analysis.lineage import Lineage, StepView, derivation
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
     MIN_SUPPORT,
@@ -238,13 +239,73 @@ def ratio_checks(
         mean, was, kept = usual
         r = o[0].number / i[0].number
         if abs(r - mean) / abs(mean) > 0.05:
+            # (Only when the number it is measured against is of the size passing runs gave, within an order of
+            # magnitude: a divisor a hundred times off broke the ratio itself, and its maker is the suspect.)
+            nums = [abs(x / mean) for x in (fs.numbers if fs is not None else ()) if x]
+            usual_size = bool(nums) and min(nums) / 10 <= abs(i[0].number) <= max(nums) * 10
+            copied = relayed(fo, fi, o[0].number, ins, st) if usual_size else None
             yield Evidence(
                 sid,
                 round(_w(0.6, len(ratios)) * kept, 3),
-                f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was {was}",
+                f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was {was}"
+                + (_PASSED_ON.format(copied) if copied else ""),
                 "reference:ratio",
+                values=(o[0].raw,) if copied else (),
+                given=copied is not None,
             )
             return
+
+
+_PASSED_ON = " (it passed on its input's {} unchanged, as it always did)"
+"""What a ratio's finding adds when the step relayed its number (`relayed`), naming the input field it copied."""
+_INDEX = re.compile(r"\[\d*\]")
+"""A list position in a field's path."""
+
+
+def relayed(fo: str, fi: str, x: float, ins: Mapping[str, list[Any]], st: _StepStats) -> str | None:
+    """The input field, other than ``fi``, that gave the step an output number ``x`` and whose value the output
+    copied unchanged in every passing occurrence (a model handing a tool's ``refund_eur`` on as its call's
+    ``amount_eur``); None when there is none.  The step relayed the value as it always does, and a broken
+    ratio came in with it (issue 24, nu24 F4).  A step that copied a field it never copied in passing runs (a net amount where it
+    always handed on the gross) chose the wrong value: not relayed."""
+    for fs, given in ins.items():
+        if fs == fi or len(given) != 1 or given[0].number is None or not math.isclose(given[0].number, x):
+            continue
+        seen = st.ratios.get((fo, fs), [])
+        if len(seen) >= MIN_SUPPORT and all(math.isclose(q, 1.0, rel_tol=1e-6) for q in seen):
+            return fs
+    return None
+
+
+def _copied_field(reason: str) -> str | None:
+    """The name of the input field a ratio's finding says the step passed on (`_PASSED_ON`), read back from its
+    sentence (the finding carries no other record of it): the last segment, lower case; None when it names none."""
+    head, _, tail = _PASSED_ON.partition("{}")
+    if head not in reason:
+        return None
+    return _INDEX.sub("", reason.partition(head)[2].partition(tail)[0]).rsplit(".", 1)[-1].lower()
+
+
+def relayed_source(lin: Lineage, steps: Mapping[str, Step], sid: str, e: Evidence) -> list[Evidence]:
+    """A broken ratio whose output number the step handed on unchanged (`relayed`), moved to the step of
+    ``steps`` (the failure's slice) that introduced the number, by lineage: the relay keeps the inherited share
+    (issue 24, nu24 F4: a model passing a tool's refund on was blamed for the refund).  No producer in the
+    slice (the run was given the number), or one that computed it from its inputs (its own profile checks its
+    formula): none moved.  Nor one that held the number under another field than the relay was given it
+    under: a model answering 45 as a refund is no copy of a tool's 45 days, whatever lineage says (a two-digit
+    answer is often somewhere upstream by chance)."""
+    if e.diagnoser != "reference:ratio" or not e.values:
+        return []
+    atom = next((a for a in lin.view(sid).outputs if a.kind == "number" and a.raw == e.values[0]), None)
+    if atom is None:
+        return []
+    found = lin.origin(atom, lin.pos[sid], within=set(steps))
+    if found.step_id is None or found.step_id == sid or found.step_id not in steps or found.derived_from:
+        return []
+    if found.atom.field is not None and found.atom.field != _copied_field(e.reason):
+        return []
+    said = f"produced {found.atom.raw}, which {steps[sid].name} passed on unchanged: {e.reason}"
+    return [Evidence(found.step_id, e.suspicion, said, e.diagnoser)]
 
 
 def setting_ratio_checks(
@@ -279,4 +340,4 @@ def setting_ratio_checks(
             return
 
 
-__all__ = ["NO_FORMULA", "formula_checks", "ratio_checks", "setting_ratio_checks", "support_weight", "worked_out"]
+__all__ = ["NO_FORMULA", "formula_checks", "ratio_checks", "relayed", "relayed_source", "setting_ratio_checks", "support_weight", "worked_out"]
