@@ -1423,7 +1423,7 @@ class TestCountedItems:
 
 
 def test_a_view_holds_the_atoms_and_the_text_its_values_read_to() -> None:
-    """`build_view` walks each of a step's values once, and its view holds what `atoms` and `iter_text` read of them:
+    """A step's view holds what `atoms` and `iter_text` read of its values:
     the non-trivial atoms of input and output, and both values' strings joined and case-folded."""
     from trajdebug.analysis.lineage._views import build_view, trivial
     from trajdebug.core.values import atoms, iter_text

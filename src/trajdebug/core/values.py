@@ -146,61 +146,6 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             _walk(v, field, depth + 1, out, limit)
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """A value read once: its atoms (`atoms`) and its strings (`iter_text`), from one walk."""
-
-    atoms: list[Atom]
-    """Equal to ``atoms(value)``."""
-    texts: list[str]
-    """Equal to ``list(iter_text(value))``."""
-
-
-def read(value: Any) -> Reading:
-    """The atoms and the strings of a value from one walk (`atoms` and `iter_text` each walk it again).
-
-    The lineage's view of a step reads both of its input and of its output: walked together, a value's
-    containers are dispatched on once.  Where the atoms stop (their limit, a truncation marker) the strings
-    go on, as `iter_text` does.
-    """
-    out: list[Atom] = []
-    texts: list[str] = []
-    _read(value, None, 0, out, texts)
-    return Reading(out, texts)
-
-
-def _read(value: Any, field: str | None, depth: int, out: list[Atom], texts: list[str]) -> None:
-    # `_walk` step for step, each string also kept as `iter_text` keeps it.
-    if depth > MAX_DEPTH:
-        return
-    if len(out) >= MAX_ATOMS:
-        texts.extend(iter_text(value, depth))
-        return
-    if isinstance(value, str):
-        texts.append(value[:TEXT_LIMIT])
-        _text(value, field, depth, out, MAX_ATOMS)
-    elif isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping)):
-        rest: list[Any] = []
-        for i, (k, v) in enumerate(value.items()):
-            if i >= 200:
-                break
-            if rest or len(out) >= MAX_ATOMS:
-                rest.append(v)  # the atoms are done: the strings of the rest, as `iter_text` reads them
-            elif isinstance(k, str) and k.startswith("__trajdebug_"):
-                if k == SUMMARY_KEY and i == 0:
-                    _summary_atoms(value, field, out, MAX_ATOMS)
-                rest.append(v)  # a marker: no atoms past it, its strings still are strings
-            else:
-                _read(v, str(k).lower(), depth + 1, out, texts)
-        for v in rest:
-            texts.extend(iter_text(v, depth + 1))
-    elif isinstance(value, (list, tuple)):
-        for v in value[:200]:
-            _read(v, field, depth + 1, out, texts)
-    elif value is not None:
-        _walk(value, field, depth, out, MAX_ATOMS)  # a number or a flag: no string
-
-
 SUMMARY_KEY = "__trajdebug_summary__"
 """First key of a value recorded in summary mode (`trajdebug.record.summary`): a hash, a length and
 features instead of the content, and under ``atoms`` the atoms of the original value as
@@ -458,7 +403,6 @@ __all__ = [
     "Atom",
     "AtomKind",
     "Mention",
-    "Reading",
     "atoms",
     "date_forms",
     "date_keys",
@@ -470,5 +414,4 @@ __all__ = [
     "number_key",
     "parse_number",
     "quoted",
-    "read",
 ]

@@ -24,7 +24,7 @@ from typing import Any
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.chat import normalize_llm_step
 from trajdebug.core.model import Step
-from trajdebug.core.values import Atom, atoms, is_mapping, mentions, number_key, read
+from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
 
 
 ENVELOPE_KEYS = frozenset(
@@ -184,12 +184,10 @@ def build_view(
         raw_in, raw_out, _ = normalize_llm_step(raw_in, raw_out, step.attributes)
     content_in = semantic(step, raw_in)
     content_out = semantic(step, raw_out)
-    # Each value walked once for its atoms and its strings (`read`).
-    reading_in, reading_out = read(content_in), read(content_out)
-    ins = [a for a in reading_in.atoms if not trivial(a)]
-    outs = [a for a in reading_out.atoms if not trivial(a)]
-    text = "\n".join(reading_in.texts)[:_TEXT_LIMIT]
-    out_text = "\n".join(reading_out.texts)[:_TEXT_LIMIT]
+    ins = [a for a in atoms(content_in) if not trivial(a)]
+    outs = [a for a in atoms(content_out) if not trivial(a)]
+    text = "\n".join(iter_text(content_in))[:_TEXT_LIMIT]
+    out_text = "\n".join(iter_text(content_out))[:_TEXT_LIMIT]
     keys = {a.key for a in ins}
     said = spoken.get(text) if spoken is not None else None
     if said is None:
