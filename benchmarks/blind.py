@@ -85,7 +85,9 @@ account of the method after every fault was written: development suites since).
 UTC on 24165bf8, the last round's final analysis: development suites since).  ``suite_zzt`` and ``suite_zzu``
 (written blind and frozen on 2026-12-06 at 05:26 and 05:27 UTC, scored once held out at 07:50-07:51 UTC on 99516d54,
 the last round's final analysis: development suites since).  ``suite_zzv`` and ``suite_zzw`` (written blind and
-frozen on 2026-12-06 at 08:04 UTC: the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+frozen on 2026-12-06 at 08:04 UTC, scored once held out at 10:36 UTC on 34f1776f, the last round's final analysis:
+development suites since).  ``suite_zzx`` and ``suite_zzy`` (written blind this round) are held out
+(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -108,8 +110,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzw": "held out (written blind and frozen on 2026-12-06 at 08:04 UTC; not yet scored: the next round's first measure, with suite_zzv)",
-    "suite_zzv": "held out (written blind and frozen on 2026-12-06 at 08:04 UTC; not yet scored: the next round's first measure, with suite_zzw)",
+    "suite_zzy": "held out (written blind on 2026-12-06 in round 53; not yet scored: the next round's first measure, with suite_zzx)",
+    "suite_zzx": "held out (written blind on 2026-12-06 in round 53; not yet scored: the next round's first measure, with suite_zzy)",
+    "suite_zzw": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
+    "suite_zzv": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
     "suite_zzu": "development (scored once held out on 2026-12-06 at 07:51 UTC on 99516d54; its misses not yet studied)",
     "suite_zzt": "development (scored once held out on 2026-12-06 at 07:50 UTC on 99516d54; its misses not yet studied)",
     "suite_zzs": "development (scored once held out on 2026-12-06 at 05:13 UTC on 24165bf8; its misses not yet studied)",
