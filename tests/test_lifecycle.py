@@ -520,6 +520,102 @@ class TestRetries:
         assert "degraded-value-flowed" in {h.rule for h in chain.reasons}
         assert ignored.severity == "CRITICAL"
 
+    def test_a_failed_attempts_error_text_handed_to_a_model_links_to_a_failure_the_answer_fed(self) -> None:
+        """A hand-written retry loop that puts the failed attempt's error text into the model's messages, the
+        second attempt answering: the model's reply, built on the error text, fails a check, and the check's
+        error links to the recovered error by data (the text reached the model: rev53b M1)."""
+        calls = {"n": 0}
+
+        @trajdebug.step(kind="tool")
+        def weather(city: str) -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ConnectionError("weather API 503: service unavailable for Oslo")
+            return {"city": city, "temp_c": 4}
+
+        @trajdebug.step(kind="llm")
+        def model(messages: list[dict[str, str]]) -> str:
+            return "The weather service is unavailable for Oslo, so I cannot say."
+
+        @trajdebug.step(kind="agent")
+        def agent(city: str) -> str:
+            msgs = [{"role": "user", "content": f"weather in {city}?"}]
+            prev = None
+            for n in (1, 2):
+                try:
+                    with trajdebug.step("weather_call", kind="tool", attempt=n, retry_of=prev) as a:
+                        prev = a
+                        out = weather(city)
+                    msgs.append({"role": "tool", "content": str(out)})
+                    break
+                except ConnectionError as exc:
+                    msgs.append({"role": "tool", "content": f"error: {exc}"})
+            return model(msgs)
+
+        @trajdebug.step(kind="tool")
+        def check(answer: str) -> None:
+            if "unavailable" in answer:
+                raise AssertionError("the answer says the service is unavailable")
+
+        run = record(lambda h: check(agent("Oslo")))
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered"
+        assert (failure.parent_error_id, failure.link) == (recovered.error_id, "data")
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (recovered.error_id, failure.error_id)
+        assert by_name(run, "model")[0].step_id in recovered.blast_radius
+        assert by_name(run, "weather_call")[1].step_id not in recovered.blast_radius
+
+    def test_an_answered_retry_told_the_error_is_still_no_origin_of_what_its_answer_fed(self) -> None:
+        """An attempt retried by a model call that is given the failed attempt's error text and answers: the
+        model call is the answering attempt, so its answer is the operation's and the failure it fed begins its
+        own chain (the error text counts only where it reached a step other than the answer)."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("draft", kind="llm", attempt=1) as a1:
+                a1.error("schema check failed: field 'total' missing", type="SchemaError")
+            with trajdebug.step("draft", kind="llm", attempt=2, retry_of=a1) as a2:
+                a2.input = {"feedback": "schema check failed: field 'total' missing"}
+                a2.output = {"total": -3}
+            with trajdebug.step("submit", deps=[a2]):
+                raise ValueError("total is negative")
+
+        run = record(body)
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered" and failure.parent_error_id is None
+        assert recovered.blast_radius == ()
+
+    def test_a_payload_errors_output_returned_by_its_enclosing_step_links_to_the_failure_it_fed(self) -> None:
+        """An attempt that set a partial output and reported an error, a second attempt answering in full, and
+        an enclosing step that returns the first attempt's partial value to a step that fails on it: the
+        attempt recorded an output, so its edge into the enclosing step carries the error and the failure
+        links to it by data, as `trajdebug analyze`'s inferred graph does (rev53b M2)."""
+
+        @trajdebug.step(kind="agent")
+        def collect(city: str) -> dict[str, Any]:
+            with trajdebug.step("fetch_prices", kind="tool", attempt=1) as a1:
+                partial = {"city": city, "prices": [12.5], "complete": False}
+                a1.output = partial
+                a1.error("HTTP 206: partial content, 1 of 14 pages", type="PartialContent")
+            with trajdebug.step("fetch_prices", kind="tool", attempt=2, retry_of=a1) as a2:
+                a2.output = {"city": city, "prices": [12.5] * 14, "complete": True}
+            return partial
+
+        @trajdebug.step(kind="tool")
+        def budget(d: dict[str, Any]) -> float:
+            raise ValueError(f"budget needs 14 nights, got {len(d['prices'])}")
+
+        run = record(lambda h: budget(collect("Lyon")))
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered"
+        assert (failure.parent_error_id, failure.link) == (recovered.error_id, "data")
+        assert by_name(run, "budget")[0].step_id in recovered.blast_radius
+        (chain,) = report.critical_chains()
+        assert "degraded-value-flowed" in {h.rule for h in chain.reasons}
+
 
 class TestStages:
     def test_history_records_the_step_and_time_of_each_transition(self) -> None:

@@ -234,6 +234,8 @@ def group_head(run: Run, group: Sequence[str]) -> str:
     first = run.step_map()[group[0]]
     ids = ", ".join(f"#{short(sid)}" for sid in group)
     return f"Are all {len(group)} of these right? {one_line(first.kind)} {one_line(first.name)} {ids}"
+
+
 _GROUP_SHOWN = 160
 """Characters of each input and output shown in a group's question (one line each)."""
 

@@ -385,11 +385,11 @@ SINGLED_OUT = "singled out"
 input, an expectation, a judge) prove: a lead, not a proof, named with whose answers they are, in place of the
 ranking's confidence (nu25 F10: "proved by 2 answer(s)" beside "confidence 0%" and "not a proof")."""
 
-
 SET_ASIDE = "set aside"
-"""`answer_standing`'s word for a step answers an automatic oracle took part in clear (answered correct by one,
-or left aside by answers not all a person's): no proof either way, yet no longer the ranking's "suspect"
-(nu26 F8 read "suspect, confidence 4%" above "cleared by the answers")."""
+"""`answer_standing`'s word for a step answers an automatic oracle took part in put aside as not the root:
+answered correct by one, or, the answers not all a person's, not asked or answered wrong (it passed a wrong
+value on: a person's answers say "wrong, not the root") with the root elsewhere.  No proof, yet no longer the
+ranking's "suspect" (nu26 F8: "suspect, confidence 4%" above "cleared by the answers"; rev53b L3)."""
 
 
 def root_standing(analysis: Analysis) -> dict[str, Any]:
@@ -439,15 +439,15 @@ def answer_standing(analysis: Analysis) -> dict[str, str]:
     `person_proof` proves), ``singled out`` (the root answers an automatic oracle took part in prove: who
     gave them is said beside it, and it is no verdict), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
     person's, cleared it) or ``wrong, not the root`` (a person answered it wrong and the answers, all a
-    person's, leave the root elsewhere: it passed on a wrong value), or ``set aside`` (cleared by answers an
-    automatic oracle took part in: answered correct by one, or left aside when not all the answers are a
-    person's).  What the reports tag a candidate by in place of the ranking's "suspect" and confidence, which
+    person's, leave the root elsewhere: it passed on a wrong value), or ``set aside`` (put aside as not the
+    root by answers an automatic oracle took part in: answered correct by one, or, when not all the answers
+    are a person's, left out of the root they leave, not asked or answered wrong: `SET_ASIDE`).  What the reports tag a candidate by in place of the ranking's "suspect" and confidence, which
     the answers outdated (nu24 read a proved root "confidence 2%" and a step "suspect" and "cleared by the
     answers" at once).  A suspect they leave is not named.  An automatic oracle (a passing run of the same
     input, an expectation, a judge) never proves nor rules out: its proof is no verdict (round 50; rev51u H3:
     a reference differing in a timestamp tagged its step "proved root" and the true root "ruled out"), so the
-    root it singles out is tagged so, never "proved", and a step it clears ``set aside``, never "ruled out"
-    nor, under the note that it was cleared, "suspect" (nu26 F8)."""
+    root it singles out is tagged so, never "proved", and a step it puts aside ``set aside``, never "ruled
+    out" nor "wrong, not the root" nor, under the note that it was cleared, "suspect" (nu26 F8)."""
     g = analysis.guided
     if g is None or g.failure is None or not g.questions:
         return {}

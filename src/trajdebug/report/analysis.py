@@ -85,7 +85,9 @@ STANDING_TAGS = {
     "set aside": "set aside by the answers, not a person's: no proof",
 }
 """A candidate's tag when the answers placed it (`trajdebug.analysis.answer_standing`), in place of the ranking's
-"suspect" and confidence; the other standings ("ruled out", "wrong, not the root") read as they are."""
+"suspect" and confidence; the other standings ("ruled out", "wrong, not the root") read as they are.  "Set aside"
+is not the root by answers not all a person's, a step they answered wrong included (`SET_ASIDE`): its own line
+says how it was answered."""
 
 
 def verdict_note(a: Analysis) -> str | None:

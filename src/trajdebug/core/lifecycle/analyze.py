@@ -11,16 +11,14 @@ dependency graph show:
 1. **Links.**  Each error gets at most one parent error, found in this order:
    the recorded cause (``cause``); the previous attempt's error when the error
    is in a retry attempt (``retry``); the latest earlier unhandled error inside
-   its step (the step itself or its sub-steps, e.g. a sub-agent that joined
-   from another process: ``nested``); else the latest earlier error whose *effect* reaches its step
-   along data or state edges (``data``), so that a fallback's stand-in value
-   stays in the lineage of the step that later fails.  An error's effect is
-   its propagation path (what the failed attempt itself wrote or returned
-   before raising) plus the steps whose value stood in for it (a fallback, a
-   tool node handing the error text to the model), but not a later attempt
-   that answered the operation itself: that answer is the operation's, and a
-   recovered retry is no origin of a failure it fed (round 53, nu26 F2).
-   Parents are always earlier errors, so the links form a forest.
+   its step (itself or its sub-steps, e.g. a sub-agent in another process:
+   ``nested``); else the latest earlier error whose *effect* reaches its step
+   along data or state edges (``data``).  The effect is its path, a fallback
+   that stood in for it, and the steps its message was handed to (a model
+   told the error), never a later attempt that answered the operation: that
+   answer is the operation's (nu26 F2), and an attempt that raised with no
+   output handed its enclosing step nothing (`_answered`).  Parents are
+   always earlier errors, so the links form a forest.
 2. **Final stages** for errors the runtime left open: ``recovered`` when a
    later attempt of its step succeeded (payload errors, imported runs);
    ``failed`` when the run failed and its step's output reached the failure
@@ -45,6 +43,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from trajdebug.core.graph import CHILD_KEY, DependencyGraph, final_step
 from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
@@ -54,6 +53,7 @@ from trajdebug.core.lifecycle.report import (
     ErrorLifecycle,
     ErrorReport,
     caught_unrecorded,
+    handed_to,
     said_caught,
 )
 from trajdebug.core.lifecycle.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
@@ -89,6 +89,10 @@ class _Err:
     added: list[StageChange] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)
     """Later attempts among ``ended`` that answered the operation themselves: their value is not the error's."""
+    mute: list[str] = field(default_factory=list)
+    """When a later attempt answered it, the steps of ``path`` whose implicit edge into their enclosing step
+    does not carry it (`_mute`); and ``handed``, the later steps its message was handed to (`_answered`)."""
+    handed: list[str] = field(default_factory=list)
     silent: bool = False
     blast: list[str] = field(default_factory=list)
     state_keys: list[str] = field(default_factory=list)
@@ -102,8 +106,9 @@ class _Err:
 
     @property
     def effect(self) -> list[str]:
-        """Where its effect begins: the steps it left and a fallback's value, not a later attempt's own answer."""
-        return [*self.path, *(sid for sid in self.ended if sid not in self.answered)]
+        """Where its effect begins: the steps it left, a fallback's value and the steps told its message, not a
+        later attempt's own answer."""
+        return [*self.path, *(sid for sid in self.ended if sid not in self.answered), *self.handed]
 
     def end(self, stage: Stage, step_id: str | None, time_ns: int, reason: str) -> None:
         self.stage = advance(self.stage, stage)
@@ -155,6 +160,19 @@ def _retries(steps: dict[str, Step], sid: str, path: Sequence[str]) -> bool:
             return True
         cur, hops = steps.get(cur.retry_of), hops + 1
     return False
+
+
+def _answered(work: Sequence[_Err], steps: dict[str, Step], seen: tuple[list[Step], dict[str, str]]) -> None:
+    """For an error a later attempt answered: its steps that raised and recorded no output (``mute``: only
+    they handed their enclosing step nothing; a payload error reported with ``Step.error`` beside an output
+    did not, rev53b M2), and the steps its message was handed to (``handed``: a hand-written retry loop that
+    puts the error text into a model's messages makes the model's answer the error's, rev53b M1), bar the
+    answering attempts and their sub-steps, whose answer is the operation's, told the error or not."""
+    for w in (w for w in work if w.answered and w.ev.step_id in steps):
+        reported = bool(w.ev.attributes.get("reported"))  # `Step.error`: the step went on, it did not raise
+        w.mute = [s for s in w.path if steps[s].output is None and not (reported and s == w.ev.step_id)]
+        own, handed = set(w.answered), handed_to(w.ev.message, steps[w.ev.step_id], *seen)
+        w.handed = [sid for sid in handed if own.isdisjoint((sid, *_ancestors(steps, sid)))]
 
 
 def _retried_by(run: Run, steps: dict[str, Step]) -> dict[str, list[Step]]:
@@ -217,12 +235,12 @@ def _reach(
 
 
 def _mute(work: Sequence[_Err]) -> dict[str, int]:
-    """The steps of each error a later attempt answered, with its bit: a failed attempt raised and returned
-    nothing, so its enclosing step's output holds the answer, not the error (only what the attempt wrote on
-    its way, state or a step it fed, is the error's)."""
+    """Each error's ``mute`` steps with its bit: a failed attempt that raised and returned nothing leaves its
+    enclosing step's output to the answer, not the error (only what the attempt wrote on its way, state or a
+    step it fed, is the error's); one that recorded an output may have handed it on (`_answered`)."""
     out: dict[str, int] = {}
     for w in work:
-        for sid in w.path if w.answered else ():
+        for sid in w.mute:
             out[sid] = out.get(sid, 0) | (1 << w.index)
     return out
 
@@ -320,11 +338,8 @@ def _previous_attempt_error(
 
 
 def _failure_steps(run: Run, work: Sequence[_Err], steps: dict[str, Step]) -> list[str]:
-    """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step.
-
-    A run failed by ``run.fail(...)`` (a wrong answer, a failed check) failed
-    at its final output (`trajdebug.core.graph.final_step`).
-    """
+    """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step
+    (a run failed by ``run.fail(...)``, a wrong answer or a failed check, failed at its final output)."""
     if run.outcome != "failure":
         return []
     escaped = [w.ev.step_id for w in work if w.runtime_stage == "failed" and w.ev.step_id in steps]
@@ -391,7 +406,7 @@ def _influence(run: Run, work: Sequence[_Err], graph: DependencyGraph, steps: di
             touched_bits |= down.get(s.step_id, 0)
     for w in work:
         seeds = list(dict.fromkeys(w.effect))
-        near, w.truncated = _forward(graph, seeds, MAX_BLAST, frozenset(w.path if w.answered else ()))
+        near, w.truncated = _forward(graph, seeds, MAX_BLAST, frozenset(w.mute))
         reach = [sid for sid in dict.fromkeys([*seeds, *near]) if sid != w.ev.step_id]
         reach.sort(key=lambda sid: pos.get(sid, 0))
         w.blast = reach
@@ -452,16 +467,10 @@ def _summary(cid: str, p: Sequence[_Err], hits: Sequence[RuleHit], steps: dict[s
 
 def _retry_reason(w: _Err, steps: dict[str, Step], retried_by: dict[str, list[Step]]) -> str | None:
     """Why the operation that failed with ``w`` was retried (the attempt after it), or why its own attempt was."""
-    for sid in w.path:
-        for t in retried_by.get(sid, ()):
-            r = t.attributes.get("retry_reason")
-            if r:
-                return str(r)
-    for sid in w.path:
-        r = steps[sid].attributes.get("retry_reason")
-        if r:
-            return str(r)
-    return None
+    after = (t.attributes.get("retry_reason") for sid in w.path for t in retried_by.get(sid, ()))
+    own = (steps[sid].attributes.get("retry_reason") for sid in w.path)
+    r = next((r for r in chain(after, own) if r), None)
+    return str(r) if r else None
 
 
 def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorReport:
@@ -485,6 +494,8 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     work = _prepare(run, steps)
     retried_by = _retried_by(run, steps)
     _recover_by_retry(work, retried_by, steps)
+    seen = (sorted(run.steps, key=lambda t: t.start_ns), dict[str, str]())  # one order and one text per step
+    _answered(work, steps, seen)
     _link(work, graph, steps)
     failure = _failure_steps(run, work, steps)
     _decide_failures(run, work, graph, failure)
@@ -494,7 +505,6 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     chains, origin_of, failed_below = _chains(work, facts, steps)
     errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
     by_id = {e.error_id: e for e in errors}
-    seen = (sorted(run.steps, key=lambda t: t.start_ns), dict[str, str]())  # one order and one text per step
     chains = [said_caught(c, by_id, run, steps, seen) for c in chains]
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
 
@@ -585,13 +595,6 @@ def _lifecycle(
 
 
 __all__ = [
-    "ANALYSIS_PREFIX",
-    "CAUGHT",
-    "MAX_BLAST",
-    "TERMINAL",
-    "ErrorChain",
-    "ErrorLifecycle",
-    "ErrorReport",
-    "analyze_errors",
-    "caught_unrecorded",
+    "ANALYSIS_PREFIX", "CAUGHT", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle",
+    "ErrorReport", "analyze_errors", "caught_unrecorded",
 ]

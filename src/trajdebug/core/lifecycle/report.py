@@ -10,7 +10,7 @@ the renderers look for (`CAUGHT`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,7 +46,10 @@ class ErrorLifecycle:
     """Left open in a failed run while its step's output was consumed downstream."""
     blast_radius: tuple[str, ...]
     """Steps downstream of its effect steps in the dependency graph (its own step excluded), in run
-    order: for a recovered or ignored error, the consumers of the value that replaced it count too."""
+    order.  Its effect steps: its path, a fallback that stood in for it and, when a later attempt answered
+    it, the steps its message was handed to (`handed_to`), never the answering attempt.  When a later
+    attempt answered, the walk does not cross from a step of its path that raised and recorded no output
+    into the step enclosing it (docs/errors.md, "An error's effect")."""
     blast_truncated: bool
     """Whether the blast radius was cut at `trajdebug.core.lifecycle.MAX_BLAST` steps (the nearest are kept)."""
     touched_state: bool
@@ -191,7 +194,6 @@ class ErrorReport:
         }
 
 
-
 CAUGHT = "caught where no step records it, and the run went on"  # an exception that nothing recorded took up
 
 
@@ -202,8 +204,13 @@ def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
     return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
 
 
-def said_caught(c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], run: Run, steps: Mapping[str, Step],
-            seen: tuple[list[Step], dict[str, str]]) -> ErrorChain:
+def said_caught(
+    c: ErrorChain,
+    by_id: Mapping[str, ErrorLifecycle],
+    run: Run,
+    steps: Mapping[str, Step],
+    seen: tuple[list[Step], dict[str, str]],
+) -> ErrorChain:
     """The chain's summary saying where its last error was caught when it left its step in a run that ended:
     in a recorded enclosing step that ended without error (named); where no step records it, unless a later
     step's input holds its message (a recorded step took it up: nothing said)."""
@@ -228,19 +235,32 @@ def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
 
 
 def _handed_on(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> bool:
-    """Whether the error's message is in the input of a step that started after ``raised`` ended, up to the
-    first model call (told the tool failed, a model keeps it in every later turn, so reading further finds
-    nothing new and costs the run's whole history per error); inputs are serialized once per run (``texts``)."""
+    """Whether a recorded step took up the error's message (`handed_to` names one)."""
+    return next(handed_to(message, raised, later, texts), None) is not None
+
+
+def handed_to(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> Iterator[str]:
+    """The steps whose input holds the error's message, among those that started after ``raised`` ended, up
+    to the first model call (told the tool failed, a model keeps it in every later turn, so reading further
+    finds nothing new and costs the run's whole history per error); ``later`` is the run's steps by start,
+    and inputs are serialized once per run (``texts``).  Lazy: a caller that needs one reads one."""
     text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
     after = raised.end_ns if raised.end_ns is not None else raised.start_ns
     for t in (t for t in later if t.start_ns >= after and t.step_id != raised.step_id) if len(text) >= 4 else ():
         if t.step_id not in texts:
             texts[t.step_id] = json.dumps(t.input, ensure_ascii=False, default=str)
         if text in texts[t.step_id]:
-            return True
+            yield t.step_id
         if t.kind == "llm":
             break
-    return False
 
 
-__all__ = ["CAUGHT", "ErrorChain", "ErrorLifecycle", "ErrorReport", "caught_unrecorded", "said_caught"]
+__all__ = [
+    "CAUGHT",
+    "ErrorChain",
+    "ErrorLifecycle",
+    "ErrorReport",
+    "caught_unrecorded",
+    "handed_to",
+    "said_caught",
+]
