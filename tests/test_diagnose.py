@@ -1670,6 +1670,37 @@ class TestDecisionsAndState:
         )
         assert _from(_verdict(run, "g"), "sub-agent")
 
+    def test_a_sub_agent_returning_one_of_the_records_its_child_listed_is_a_pick(self, tmp_path: Path) -> None:
+        """A recorded fitting sub-agent whose child step listed the household's three guest records, and which
+        returned the second (its student's), picked from its child's list: nothing contradicts it.  Returning a
+        guest its child listed nowhere still contradicts the child."""
+        import trajdebug
+        from trajdebug.sources.load import load_runs
+
+        household = [{"guest": f"G-70{i}", "name": n} for i, n in enumerate(("Mia", "Leo", "Ava"), 1)]
+
+        @trajdebug.step(kind="tool")
+        def list_guests(family: str) -> dict[str, Any]:
+            return {"family": family, "guests": household}
+
+        @trajdebug.step(kind="agent")
+        def fit_skis(student: str, answer: str | None = None) -> dict[str, Any]:
+            found = list_guests("Berger")
+            guest = answer or next(g["guest"] for g in found["guests"] if g["name"] == student)
+            return {"fits": [{"name": student, "guest": guest, "ski_cm": 130}]}
+
+        def said(answer: str | None) -> list[Evidence]:
+            path = tmp_path / f"{answer}.jsonl"
+            with trajdebug.run("ski-school", path=path):
+                fit_skis("Leo", answer)
+            [run] = load_runs(path)
+            agent = next(s for s in run.steps if s.name == "fit_skis")
+            return _from(_verdict(run, agent.step_id), "sub-agent")
+
+        assert said(None) == []
+        [e] = said("G-7099")
+        assert "G-7099" in e.reason and "list_guests" in e.reason
+
     def test_a_sub_agent_agreeing_with_its_last_answer_is_not_contradicting_its_prompt(self) -> None:
         """An agent whose answer is its model's answer does not contradict the prompt template before it (envelope fields are not values)."""
         run = _run(

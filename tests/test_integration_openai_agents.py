@@ -716,3 +716,63 @@ def test_show_says_what_the_workflow_named_step_inside_an_agent_run_as_a_tool_is
     out = CliRunner().invoke(cli, ["show", str(tmp_path / "runs.jsonl")], env={"COLUMNS": "300"}).output
     marked = [line for line in out.splitlines() if NESTED_RUN in line]
     assert len(marked) == 1 and f"#{nested[0].step_id[-6:]}" in marked[0]
+
+
+_VISIT: dict[str, Any] = {"urgent": False, "desk": "routine_desk"}
+"""What the clinic's visit tool answers and where its triage model hands the visit: set per test."""
+
+
+@function_tool
+def get_visit(visit: str) -> dict[str, Any]:
+    """A visit request (the SDK sends the model the dict's printed text)."""
+    return {"visit": visit, "patient": "P-17", "reason": "knee pain since Monday", "urgent": _VISIT["urgent"]}
+
+
+def _clinic_policy(request: Any) -> Any:
+    """Triage reads the visit, then hands it to the desk set in ``_VISIT``; a desk answers."""
+    from trajdebug.testing import Reply, tool_call
+
+    body = request.body
+    if not str(body.get("instructions") or "").startswith("Triage"):
+        return "Booked for Tuesday."
+    outs = [i for i in body.get("input") or [] if i.get("type") == "function_call_output"]
+    if not outs:
+        return Reply(tool_calls=(tool_call("get_visit", {"visit": "V-9"}),))
+    return Reply(tool_calls=(tool_call(f"transfer_to_{_VISIT['desk']}", {}),))
+
+
+class TestAHandOffAgainstItsRequest:
+    def _hand_off(self, processor: TrajdebugProcessor, urgent: bool, desk: str) -> list[str]:
+        """Run the clinic's triage once and return what the routing finding says of its hand-off."""
+        from agents import OpenAIResponsesModel
+        from openai import AsyncOpenAI
+
+        from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
+        from trajdebug.testing import FakeModelServer
+
+        async def go(server: Any) -> None:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+                desks = [Agent(name=n, instructions="Book.", model=model) for n in ("urgent_desk", "routine_desk")]
+                triage = Agent(name="triage", instructions="Triage the visit.", model=model, tools=[get_visit],
+                               handoffs=list(desks))
+                await Runner.run(triage, "New visit V-9")
+
+        _VISIT.update(urgent=urgent, desk=desk)
+        with FakeModelServer(_clinic_policy) as server:
+            asyncio.run(go(server))
+        run = processor.to_run()
+        handing = next(s for s in run.steps if s.kind == "llm" and "transfer_to_" in str(s.output))
+        ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+        return [e.reason for e in ctx.verdict(handing.step_id).evidence if e.diagnoser == "option-choice"]
+
+    def test_a_switched_off_flag_names_no_agent_to_hand_to(self, processor: TrajdebugProcessor) -> None:
+        """A visit the tool printed with ``'urgent': False``, handed to the routine desk: the flag says the visit
+        is not urgent, so its name is no word of the request pointing at the urgent desk; nothing is said."""
+        assert self._hand_off(processor, urgent=False, desk="routine_desk") == []
+
+    def test_a_switched_on_flag_still_names_the_agent_it_points_at(self, processor: TrajdebugProcessor) -> None:
+        """The same visit printed with ``'urgent': True`` and handed to the routine desk is routed away from
+        the urgent desk its request names."""
+        [reason] = self._hand_off(processor, urgent=True, desk="routine_desk")
+        assert "'routine_desk'" in reason and "'urgent_desk'" in reason

@@ -16,7 +16,9 @@ They rank, they do not prove (`trajdebug.analysis.diagnosers._context`).
 
 from __future__ import annotations
 
+import ast
 import bisect
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -340,6 +342,29 @@ def _request(value: Any) -> Any:
     return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
 
 
+def _flags_on(value: Any, depth: int = 0) -> Any:
+    """A request with the data in its texts read (JSON, a program's printed dict) and its switched-off fields
+    left out: ``adults_only: False`` names no adults, it says the request is not theirs (a field set to False
+    or None says what the request is not; set to True, its name says what it is)."""
+    if depth > 6:
+        return value
+    if isinstance(value, str):
+        t = value.strip()
+        if t[:1] not in ("{", "["):
+            return value
+        # The whole text, never a structure after a lead-in or before more words: those words are the request's too.
+        parsed = content.parse_json(t) if content.looks_like_json(t) else None
+        if parsed is None and content.python_repr(t):
+            with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                parsed = ast.literal_eval(content.strip_fence(t))
+        return value if not isinstance(parsed, (Mapping, list)) else _flags_on(parsed, depth + 1)
+    if isinstance(value, Mapping):
+        return {k: _flags_on(v, depth + 1) for k, v in value.items() if v is not False and v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_flags_on(v, depth + 1) for v in value]
+    return value
+
+
 def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
     """A model that handed the conversation to an agent whose name none of its input's words name, while the
     input names another agent it could hand to (``shift my stay`` sent to ``cancellations``, not
@@ -357,7 +382,7 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
         return None
     names = {o: _stems(o.replace("_", " ")) for o in options}
     shared = set.intersection(*names.values())
-    heard = _stems(content.text_of(_request(step.input)))
+    heard = _stems(content.text_of(_flags_on(_request(step.input))))
     if (names[mine] - shared) & heard:
         return None
     for o in sorted(options):
@@ -439,6 +464,8 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         c, w = next(((c, t[k]) for c, t in latest if k in t), (None, None))
         if w in every.get(k, ()):
             continue  # a loop's records, one per child: the last child's is among them
+        if c is not None and any(type(x) is type(v) and x == v for x in _listed(c.output, k)):
+            continue  # the child listed records (candidates) and the agent returned one of them: a pick, not the first
         if c is not None and w is not None and type(v) is type(w) and v != w:
             yield Evidence(
                 step.step_id,
@@ -447,6 +474,13 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "sub-agent",
             )
             return
+
+
+def _listed(value: Any, key: str) -> list[Any]:
+    """The scalars a value's lists of records hold under a field (its last name, as `content.keyed_values` keys
+    it): one per record, where `content.keyed_values` keeps the first.  A field outside a list (a request
+    echoed beside its answer) is no record to pick from."""
+    return [v for p, v in content.leaves(value) if "[" in p and p.rsplit(".", 1)[-1].lower() == key]
 
 
 def _name_lists(value: Any, depth: int = 0) -> Iterable[list[str]]:
