@@ -1670,6 +1670,101 @@ class TestDecisionsAndState:
         )
         assert _from(_verdict(run, "g"), "sub-agent")
 
+    def test_a_sub_agent_returning_one_of_the_records_its_child_listed_is_a_pick(self, tmp_path: Path) -> None:
+        """A recorded fitting sub-agent whose child step listed the household's three guest records, and which
+        returned the second (its student's), picked from its child's list: nothing contradicts it.  Returning a
+        guest its child listed nowhere still contradicts the child."""
+        import trajdebug
+        from trajdebug.sources.load import load_runs
+
+        household = [{"guest": f"G-70{i}", "name": n} for i, n in enumerate(("Mia", "Leo", "Ava"), 1)]
+
+        @trajdebug.step(kind="tool")
+        def list_guests(family: str) -> dict[str, Any]:
+            return {"family": family, "guests": household}
+
+        @trajdebug.step(kind="agent")
+        def fit_skis(student: str, answer: str | None = None) -> dict[str, Any]:
+            found = list_guests("Berger")
+            guest = answer or next(g["guest"] for g in found["guests"] if g["name"] == student)
+            return {"fits": [{"name": student, "guest": guest, "ski_cm": 130}]}
+
+        def said(answer: str | None) -> list[Evidence]:
+            path = tmp_path / f"{answer}.jsonl"
+            with trajdebug.run("ski-school", path=path):
+                fit_skis("Leo", answer)
+            [run] = load_runs(path)
+            agent = next(s for s in run.steps if s.name == "fit_skis")
+            return _from(_verdict(run, agent.step_id), "sub-agent")
+
+        assert said(None) == []
+        [e] = said("G-7099")
+        assert "G-7099" in e.reason and "list_guests" in e.reason
+
+    @pytest.mark.parametrize("flat", [False, True])
+    def test_a_sub_agent_returning_another_record_than_the_one_its_input_names_contradicts_its_child(
+        self, tmp_path: Path, flat: bool
+    ) -> None:
+        """A recorded sub-agent asked for Mia, whose child listed Mia Berger's and Leo Berger's records (or
+        stated Mia's beside the candidates), and which returned Leo's id, did not pick from the list: its input
+        names Mia's record by a word only that record has (``Berger`` is both records' and names neither), so
+        the child's answer contradicts it.  Asked for Leo, the same return is a pick and nothing is said."""
+        import trajdebug
+        from trajdebug.sources.load import load_runs
+
+        family = [{"customer_id": "C-701", "name": "Mia Berger"}, {"customer_id": "C-702", "name": "Leo Berger"}]
+
+        @trajdebug.step(kind="tool")
+        def list_customers(family_name: str) -> dict[str, Any]:
+            if flat:
+                return {"family": family_name, "customer_id": "C-701", "candidates": family}
+            return {"family": family_name, "customers": family}
+
+        @trajdebug.step(kind="agent")
+        def resolve_customer(first: str, family_name: str) -> dict[str, Any]:
+            list_customers(family_name)
+            return {"name": first, "customer_id": "C-702"}
+
+        def said(first: str) -> list[Evidence]:
+            path = tmp_path / f"{first}.jsonl"
+            with trajdebug.run("order-desk", path=path):
+                resolve_customer(first, "Berger")
+            [run] = load_runs(path)
+            agent = next(s for s in run.steps if s.name == "resolve_customer")
+            return _from(_verdict(run, agent.step_id), "sub-agent")
+
+        [e] = said("Mia")
+        assert "C-702" in e.reason and "list_customers" in e.reason and "C-701" in e.reason
+        assert said("Leo") == []
+
+    def test_a_sub_agent_returning_a_value_its_child_lists_twice_picked_it_from_the_list_its_input_names(
+        self, tmp_path: Path
+    ) -> None:
+        """A recorded kart sub-agent whose child answered the booked class, the fleet (every kart of that class)
+        and the allocation (a driver per kart), and which returned the first allocation's kart: the kart sits in
+        both lists and its input names that allocation's driver, so it picked it; the booked class (the child's
+        first ``kart``) is no contradiction."""
+        import trajdebug
+        from trajdebug.sources.load import load_runs
+
+        @trajdebug.step(kind="tool")
+        def plan_karts(drivers: list[str]) -> dict[str, Any]:
+            fleet = [{"kart": f"K0{i}", "class": "390cc"} for i in range(1, 4)]
+            allocation = [{"driver": d, "kart": k["kart"]} for d, k in zip(drivers, fleet)]
+            return {"booking": {"kart": "390cc"}, "fleet": fleet, "allocation": allocation}
+
+        @trajdebug.step(kind="agent")
+        def allocate(drivers: list[str]) -> dict[str, Any]:
+            plan = plan_karts(drivers)
+            return {"driver": drivers[0], "kart": plan["allocation"][0]["kart"]}
+
+        path = tmp_path / "karts.jsonl"
+        with trajdebug.run("karting", path=path):
+            allocate(["Mo Berg", "Ben Gold"])
+        [run] = load_runs(path)
+        agent = next(s for s in run.steps if s.name == "allocate")
+        assert _from(_verdict(run, agent.step_id), "sub-agent") == []
+
     def test_a_sub_agent_agreeing_with_its_last_answer_is_not_contradicting_its_prompt(self) -> None:
         """An agent whose answer is its model's answer does not contradict the prompt template before it (envelope fields are not values)."""
         run = _run(

@@ -721,3 +721,84 @@ def test_show_says_what_the_workflow_named_step_inside_an_agent_run_as_a_tool_is
     # At 80 columns the note is wrapped at words under its step, whole, never cut with an ellipsis (nu26 F12).
     narrow = CliRunner().invoke(cli, ["show", str(tmp_path / "runs.jsonl")], env={"COLUMNS": "80"}).output
     assert f"({NESTED_RUN})" in " ".join(narrow.split()) and "(an age…" not in narrow
+
+
+_VISIT: dict[str, Any] = {"record": {}, "desk": "routine_desk"}
+"""What the front desk's record tool answers and where its triage model hands the request: set per test."""
+
+_CLINIC = ("urgent_desk", "routine_desk")
+
+
+def _visit(urgent: bool) -> dict[str, Any]:
+    return {"visit": "V-9", "patient": "P-17", "reason": "knee pain since Monday", "urgent": urgent}
+
+
+@function_tool
+def get_visit(visit: str) -> dict[str, Any]:
+    """A visit request (the SDK sends the model the dict's printed text)."""
+    return dict(_VISIT["record"])
+
+
+def _clinic_policy(request: Any) -> Any:
+    """Triage reads the record, then hands it to the desk set in ``_VISIT``; a desk answers."""
+    from trajdebug.testing import Reply, tool_call
+
+    body = request.body
+    if not str(body.get("instructions") or "").startswith("Triage"):
+        return "Booked for Tuesday."
+    outs = [i for i in body.get("input") or [] if i.get("type") == "function_call_output"]
+    if not outs:
+        return Reply(tool_calls=(tool_call("get_visit", {"visit": "V-9"}),))
+    return Reply(tool_calls=(tool_call(f"transfer_to_{_VISIT['desk']}", {}),))
+
+
+class TestAHandOffAgainstItsRequest:
+    def _hand_off(
+        self, processor: TrajdebugProcessor, record: dict[str, Any], desk: str, desks: tuple[str, ...] = _CLINIC
+    ) -> list[str]:
+        """Run the triage once and return what the routing finding says of its hand-off."""
+        from agents import OpenAIResponsesModel
+        from openai import AsyncOpenAI
+
+        from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
+        from trajdebug.testing import FakeModelServer
+
+        async def go(server: Any) -> None:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+                agents = [Agent(name=n, instructions="Help.", model=model) for n in desks]
+                triage = Agent(name="triage", instructions="Triage the request.", model=model, tools=[get_visit],
+                               handoffs=list(agents))
+                await Runner.run(triage, "New request V-9")
+
+        _VISIT.update(record=record, desk=desk)
+        with FakeModelServer(_clinic_policy) as server:
+            asyncio.run(go(server))
+        run = processor.to_run()
+        handing = next(s for s in run.steps if s.kind == "llm" and "transfer_to_" in str(s.output))
+        ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+        return [e.reason for e in ctx.verdict(handing.step_id).evidence if e.diagnoser == "option-choice"]
+
+    def test_a_switched_off_flag_names_no_agent_to_hand_to(self, processor: TrajdebugProcessor) -> None:
+        """A visit the tool printed with ``'urgent': False``, handed to the routine desk: the flag says the visit
+        is not urgent, so its name is no word of the request pointing at the urgent desk; nothing is said."""
+        assert self._hand_off(processor, _visit(urgent=False), "routine_desk") == []
+
+    def test_a_switched_on_flag_still_names_the_agent_it_points_at(self, processor: TrajdebugProcessor) -> None:
+        """The same visit printed with ``'urgent': True`` and handed to the routine desk is routed away from
+        the urgent desk its request names."""
+        [reason] = self._hand_off(processor, _visit(urgent=True), "routine_desk")
+        assert "'routine_desk'" in reason and "'urgent_desk'" in reason
+
+    @pytest.mark.parametrize(
+        ("flag", "desks"),
+        [("delivered", ("delivery_desk", "billing_desk")), ("verified", ("verification_desk", "billing_desk"))],
+    )
+    def test_a_switched_off_state_flag_still_clears_the_agent_it_names(
+        self, processor: TrajdebugProcessor, flag: str, desks: tuple[str, ...]
+    ) -> None:
+        """An order printed with a state flag switched off (``'delivered': False``: the parcel has not come)
+        beside a billing address, handed to the desk the flag names: the flag is the request's topic, so it
+        clears that desk, and the address's word does not accuse the hand-off of belonging to billing."""
+        order = {"order": "O-9", "customer": "C-17", flag: False, "billing_address": "12 Elm St, Leeds"}
+        assert self._hand_off(processor, order, desks[0], desks) == []

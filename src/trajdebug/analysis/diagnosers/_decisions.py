@@ -16,7 +16,9 @@ They rank, they do not prove (`trajdebug.analysis.diagnosers._context`).
 
 from __future__ import annotations
 
+import ast
 import bisect
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -34,6 +36,8 @@ from trajdebug.core.values import mentions
 
 _TOKEN = re.compile(r"[a-z]{3,}")
 _STEM = 4
+_WORD = re.compile(r"[a-z0-9][a-z0-9-]{2,}")
+"""A word naming a listed record: names and codes alike (``mia``, ``c-701``, ``100043``)."""
 """Letters compared when matching a choice's words to its input (``monthly`` ~ ``month``, ``growth`` ~ ``growing``)."""
 BREACH = 0.4
 """A gate that let through a number a later check refused: below the 0.5 of a choice its own input contradicts
@@ -340,6 +344,29 @@ def _request(value: Any) -> Any:
     return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
 
 
+def _flags_on(value: Any, depth: int = 0) -> Any:
+    """A request with the data in its texts read (JSON, a program's printed dict) and its switched-off fields
+    left out: ``adults_only: False`` names no adults, it says the request is not theirs (a field set to False
+    or None says what the request is not; set to True, its name says what it is)."""
+    if depth > 6:
+        return value
+    if isinstance(value, str):
+        t = value.strip()
+        if t[:1] not in ("{", "["):
+            return value
+        # The whole text, never a structure after a lead-in or before more words: those words are the request's too.
+        parsed = content.parse_json(t) if content.looks_like_json(t) else None
+        if parsed is None and content.python_repr(t):
+            with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                parsed = ast.literal_eval(content.strip_fence(t))
+        return value if not isinstance(parsed, (Mapping, list)) else _flags_on(parsed, depth + 1)
+    if isinstance(value, Mapping):
+        return {k: _flags_on(v, depth + 1) for k, v in value.items() if v is not False and v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_flags_on(v, depth + 1) for v in value]
+    return value
+
+
 def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
     """A model that handed the conversation to an agent whose name none of its input's words name, while the
     input names another agent it could hand to (``shift my stay`` sent to ``cancellations``, not
@@ -357,9 +384,12 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
         return None
     names = {o: _stems(o.replace("_", " ")) for o in options}
     shared = set.intersection(*names.values())
-    heard = _stems(content.text_of(_request(step.input)))
-    if (names[mine] - shared) & heard:
+    # One-sided: any word of the request clears the agent chosen, a switched-off field's name included
+    # (``delivered: False`` is the topic of a request handed to the delivery desk); only the words that are
+    # on may name another agent (``urgent: False`` says the visit is not the urgent desk's).
+    if (names[mine] - shared) & _stems(content.text_of(_request(step.input))):
         return None
+    heard = _stems(content.text_of(_flags_on(_request(step.input))))
     for o in sorted(options):
         said = (names[o] - shared) & heard
         if o != mine and said:
@@ -428,6 +458,7 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if not kids:
         return
     mine = content.keyed_values(step.output)
+    common = ctx.lexicon.stopwords | ctx.lexicon.short_stopwords
     latest = [(c, content.keyed_values(c.output)) for c in reversed(kids)]
     every: dict[str, list[Any]] = {}
     for path, leaf in content.leaves(step.output):
@@ -439,6 +470,8 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         c, w = next(((c, t[k]) for c, t in latest if k in t), (None, None))
         if w in every.get(k, ()):
             continue  # a loop's records, one per child: the last child's is among them
+        if c is not None and _picked(c.output, k, v, content.text_of(step.input), common):
+            continue  # the child listed records (candidates) and the agent returned one of them: a pick, not the first
         if c is not None and w is not None and type(v) is type(w) and v != w:
             yield Evidence(
                 step.step_id,
@@ -447,6 +480,37 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "sub-agent",
             )
             return
+
+
+def _picked(value: Any, key: str, v: Any, said: str, common: frozenset[str]) -> bool:
+    """Whether a sub-agent returning ``key=v`` picked one of the records its child listed (``v`` is one
+    record's value under ``key``, in any of the lists holding it), and its input names no other listed record
+    instead.  A record is named by
+    a word only it holds (``Mia`` of ``Mia Berger`` beside ``Leo Berger``; ``Berger`` is every record's and
+    names none): an agent asked for Mia that returned Leo's id contradicts its child's list, unless its
+    input names Leo's record too."""
+    leaves = list(content.leaves(value))
+    # The records are the list items holding the field; a record's words are its other texts, nested ones included.
+    words = {p[: p.rindex("]") + 1]: set[str]() for p, _ in leaves if "]" in p and p.rsplit(".", 1)[-1].lower() == key}
+    hits = {p[: p.rindex("]") + 1] for p, x in leaves if "]" in p and p.rsplit(".", 1)[-1].lower() == key
+            and type(x) is type(v) and x == v}
+    for p, x in leaves:
+        if not isinstance(x, str) or p.rsplit(".", 1)[-1].lower() == key:
+            continue
+        rec = next((p[: i + 1] for i, ch in enumerate(p) if ch == "]" and p[: i + 1] in words), None)
+        if rec is not None:
+            words[rec].update(_WORD.findall(x.lower()))
+    if not hits:
+        return False
+    heard = set(_WORD.findall(said.lower())) - common
+
+    def own(rec: str) -> set[str]:
+        return words[rec] - set().union(*(ws for r, ws in words.items() if r != rec))
+
+    # The value may sit in several lists (a fleet's kart and the allocation that took it): any of them named is a pick.
+    if any(own(r) & heard for r in hits):
+        return True
+    return not any(own(r) & heard for r in words if r not in hits)
 
 
 def _name_lists(value: Any, depth: int = 0) -> Iterable[list[str]]:
