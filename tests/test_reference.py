@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -2805,3 +2806,92 @@ def test_a_last_calls_value_the_passing_runs_had_is_still_new_among_its_calls(tm
     a = analyze(bad, references=load_runs(tmp_path / "ok.jsonl"), top=30)
     reasons = [r for c in a.root_causes if c.step_id == last and names[last] == "_classify" for r in c.reasons]
     assert any("=freight, never seen in its other calls" in r for r in reasons)
+
+
+_WX: dict[str, Any] = {}
+
+
+@trajdebug.step(kind="tool")
+def fetch_weather(city: str) -> dict[str, Any]:
+    return {"city": city, "temp_c": _WX["temp"], "observed_at": _WX["ts"], "trace": _WX["trace"]}
+
+
+@trajdebug.step(kind="tool")
+def pick_clothes(temp_c: int) -> dict[str, bool]:
+    return {"coat": False if _WX["bug"] else temp_c < 10}
+
+
+@trajdebug.step(kind="output")
+def advise(city: str, clothes: dict[str, bool], temp_c: int, seen: str) -> str:
+    if temp_c < 10 and not clothes["coat"]:
+        raise ValueError(f"no coat advised in {city} at {temp_c} C" + (f" (observed {seen})" if seen else ""))
+    return "ok"
+
+
+def _weather(path: Path, city: str, ts: str, bug: bool, temp: int = 4, name: bool = False) -> str:
+    _WX.update(ts=ts, bug=bug, temp=temp, name=name, trace=str(uuid.uuid4()))
+    with contextlib.suppress(ValueError), trajdebug.run("weather-agent", path=path) as h:
+        w = fetch_weather(city)
+        advise(city, pick_clothes(w["temp_c"]), w["temp_c"], w["observed_at"] if name else "")
+    return h.run_id
+
+
+def _weather_top(path: Path, failing: str, refs: list[str]) -> tuple[str, list[str]]:
+    runs = {r.run_id: r for r in load_runs(path)}
+    a = analyze(runs[failing], top=3, references=[runs[i] for i in refs])
+    names = {s.step_id: s.name for s in a.run.steps}
+    marked = [names[c.step_id] for c in a.localization.candidates if "reference:same-input" in c.signals]
+    return names[a.localization.candidates[0].step_id], marked
+
+
+def test_an_answer_new_only_in_its_stamp_and_trace_id_is_no_changed_answer(tmp_path: Path) -> None:
+    """A weather tool given the same city as in a passing run, answering the same temperature with a new
+    ``observed_at`` stamp and trace id (values new on every call by their form) that no later step read, is not
+    marked as having answered differently; the step that chose no coat for the same temperature is, and stays
+    the best candidate (review rev53c, MEDIUM-3)."""
+    path = tmp_path / "wx.jsonl"
+    failing = _weather(path, "oslo", "2026-12-06T11:40:01Z", True)
+    others = [_weather(path, "bergen", "2026-12-06T11:41:07Z", False), _weather(path, "riga", "2026-12-06T11:42:13Z", False)]
+    same = [_weather(path, "oslo", "2026-12-06T11:43:19Z", False)]
+    for refs in (others + same, same):
+        assert _weather_top(path, failing, refs) == ("pick_clothes", ["pick_clothes"])
+
+
+def test_a_same_input_answer_whose_value_changed_beside_a_new_stamp_is_still_marked(tmp_path: Path) -> None:
+    """The same city answered 4 C in the failing run and 14 C in the passing run, each with its own stamp: the
+    value changed, so the weather tool keeps the same-input mark."""
+    path = tmp_path / "wx.jsonl"
+    failing = _weather(path, "oslo", "2026-12-06T11:40:01Z", True)
+    same = [_weather(path, "oslo", "2026-12-06T11:43:19Z", True, temp=14)]
+    assert _weather_top(path, failing, same)[1] == ["fetch_weather"]
+
+
+def test_a_new_stamp_the_failure_names_is_a_changed_answer(tmp_path: Path) -> None:
+    """When the failure's message names the stamp the weather tool answered (a later step was handed it), the
+    stamp mattered to the run: the difference is kept as a changed answer."""
+    path = tmp_path / "wx.jsonl"
+    failing = _weather(path, "oslo", "2026-12-06T11:40:01Z", True, name=True)
+    same = [_weather(path, "oslo", "2026-12-06T11:43:19Z", False, name=True)]
+    assert "fetch_weather" in _weather_top(path, failing, same)[1]
+
+
+@pytest.mark.parametrize(
+    ("now", "old", "volatile"),
+    [
+        ('{"t": 4, "at": "2026-12-06T11:40:01Z"}', '{"t": 4, "at": "2026-12-06T11:43:19.5+01:00"}', True),
+        ('{"t": 4, "took": "0.31s"}', '{"t": 4, "took": "0.27s"}', True),
+        ('{"t": 4, "id": "01HZX3K9Q2M4N5P6R7S8T9V0WY"}', '{"t": 4, "id": "01HZX3K9Q2M4N5P6R7S8T9V0WZ"}', True),
+        ('{"t": 4, "etag": "9f86d081884c7d659a2feaa0c55ad015"}', '{"t": 4, "etag": "60303ae22b998861bce3b28f33eec1be"}', False),
+        ('"Report at 11:40:01: 4 C"', '"Report at 11:43:19: 4 C"', True),
+        ('{"t": 5, "at": "2026-12-06T11:40:01Z"}', '{"t": 4, "at": "2026-12-06T11:43:19Z"}', False),
+        ('{"slot": "2026-12-07T09:00:00"}', '{"slot": "2026-12-07T14:00:00"}', False),
+        ('{"slot": "10:00"}', '{"slot": "11:00"}', False),
+        ('{"ship": "2026-12-07"}', '{"ship": "2026-12-09"}', False),
+    ],
+)
+def test_only_values_volatile_by_form_make_a_volatile_difference(now: str, old: str, volatile: bool) -> None:
+    """A stamp to the second, a duration, a ULID differ harmlessly; a changed value beside a stamp, a content
+    digest, an appointment on the hour, a slot to the minute or a ship date do not."""
+    from trajdebug.analysis.reference._fields import volatile_difference
+
+    assert (volatile_difference(now, old) is not None) is volatile

@@ -26,6 +26,7 @@ from trajdebug.analysis.reference._fields import (
     _minted_only,
     _request_values,
     _units,
+    volatile_difference,
 )
 from trajdebug.analysis.reference._profile import (
     Profile,
@@ -60,6 +61,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and len(answers) == 1
         and now not in answers
         and not _minted_only(st, now, answers)
+        and not _volatile_only(step, steps, now, answers)
         and not origin
         # An entry step given nothing answers with what its run was asked: another input (rev51u M1).
         and not _reads_unrecorded(step, steps) and (step.kind != "input" or stated(step.input))
@@ -128,6 +130,24 @@ def unkeyed(steps: Iterable[Step], profile: Profile, by_id: Mapping[str, Step]) 
         if all(any(e.diagnoser == "reference:old-answer" for e in answer_checks(s, st, by_id)) for s in group):
             out.add(key)
     return frozenset(out)
+
+
+def _volatile_only(step: Step, steps: Mapping[str, Step] | None, now: str, answers: Mapping[str, str]) -> bool:
+    """Whether the answer differs from the passing run's only in values volatile by form (a stamp, a minted id, a
+    duration: `volatile_difference`) that nothing after it read: a weather tool's new ``observed_at`` beside
+    the same temperature is the same answer (review rev53c, MEDIUM-3).  A new value a later step was handed,
+    or a failure's message names, mattered to the run: that answer did change."""
+    new = volatile_difference(now, next(iter(answers)))
+    if new is None:
+        return False
+    texts = {v[1:-1] if v[:1] == '"' == v[-1:] else v for v in new}
+    after = step.end_ns if step.end_ns is not None else step.start_ns
+    for s in (steps or {}).values():
+        read = _canon(s.input) if s.step_id != step.step_id and s.start_ns >= after else ""
+        said = s.error.message if s.error is not None else ""
+        if any(t in read or t in said for t in texts):
+            return False
+    return True
 
 
 def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:

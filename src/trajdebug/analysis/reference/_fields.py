@@ -390,3 +390,50 @@ def _masked(value: Any, fields: set[str]) -> Any:
     if isinstance(value, list):
         return [_masked(v, fields) for v in value]
     return value
+
+
+# -- values volatile by form --------------------------------------------------------
+
+_VOLATILE = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[T ])?\d{1,2}:\d{2}:(?:\d{2}[.,]\d+|(?!00)\d{2})(?:Z|[+-]\d{2}:?\d{2})?"  # a stamp to the second
+    r"|<uuid>|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID (masked or not)
+    r"|(?=\w*\d)[0-9A-HJKMNP-TV-Z]{26}"  # a ULID (not a hex string: a content digest follows its content)
+    r"|PT(?:\d+(?:\.\d+)?[HMS])+|\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs)",  # a duration (ISO 8601, or with its unit)
+    re.IGNORECASE,
+)
+"""A value that is new on every call by its form alone, whatever its field is called: a date-time stamp, a UUID or
+another minted id (a ULID), a duration.  A date alone, a time to the minute (a booked
+``10:00`` slot) or on the minute (``09:00:00``, an appointment) is no such value: a request's answer holds it."""
+
+
+def _volatile(value: str) -> bool:
+    """Whether one leaf (`_units`' text: a JSON number or string, or a token) is volatile by its form, or an
+    epoch clock's reading."""
+    text = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    # A token keeps the punctuation around it in prose ("at 11:40:01: 4 C").
+    if _VOLATILE.fullmatch(text.strip().strip(":;,.()[]")) is not None:
+        return True
+    try:
+        return _clock(json.loads(value))
+    except (ValueError, RecursionError):
+        return False
+
+
+def volatile_difference(now: str, old: str) -> set[str] | None:
+    """The values the answer ``now`` holds where it differs from ``old`` (both `answer_key` texts), when every
+    value that differs, on either side, is volatile by form (`_volatile`): an answer whose stamp or trace id
+    alone is new is the same answer.  None when some other value differs (or an answer does not parse)."""
+    try:
+        mine, theirs = _units(json.loads(now)), _units(json.loads(old))
+    except (ValueError, RecursionError):
+        return None
+    new: set[str] = set()
+    for unit in mine.keys() | theirs.keys():
+        a = sorted(v for _, v in mine.get(unit, []))
+        b = sorted(v for _, v in theirs.get(unit, []))
+        if a == b:
+            continue
+        if not all(map(_volatile, set(a) ^ set(b))):
+            return None
+        new.update(v for v in set(a) - set(b))
+    return new if new else None
