@@ -2412,6 +2412,37 @@ class TestStoredProjection:
         assert said.startswith("it stores what it is given, but")
 
 
+class TestStateReadsAreInputs:
+    """A state writer's values against what it read from ``run.state`` as well as its arguments (nu26 F1)."""
+
+    @staticmethod
+    def _said(run: Run, name: str) -> list[Evidence]:
+        failures = detect(run)
+        return [e for s in run.steps if s.name == name for e in _from(_verdict(run, s.step_id, failures), "state-values")]
+
+    def test_a_record_read_by_its_id_and_stored_again_holds_no_made_up_value(self, tmp_path: Path) -> None:
+        """A parse step handed only a boiler's id, that stored the reading it read from ``run.state`` under its own
+        field names, wrote values from its inputs; the quote that stored the estimates it read is said to have
+        written only its own labour figure, priced at a rate it was not given, found in none of them."""
+        from tests.builders import recorded_boiler_run
+
+        run = recorded_boiler_run(tmp_path / "r.jsonl")
+        said = self._said(run, "normalise_reading")
+        assert len(said) == 2 and all(e.sound for e in said)
+        assert [e.reason for e in self._said(run, "price_quote")] == [
+            "wrote quote.labour=488.0, found in none of its inputs"
+        ]
+
+    def test_a_value_in_none_of_the_records_it_read_is_still_found(self, tmp_path: Path) -> None:
+        """A parse step that stored a flue temperature no reading it read from the state holds is still said to
+        have written a value found in none of its inputs, that value alone."""
+        from tests.builders import recorded_boiler_run
+
+        run = recorded_boiler_run(tmp_path / "r.jsonl", invent=True)
+        said = [e.reason for e in self._said(run, "normalise_reading") if not e.sound]
+        assert said == ["wrote norm:B2.flue_c=187.25, found in none of its inputs"]
+
+
 def _recorded_account_run(path: Path, *, stored: str = "history", reason: str | None = None) -> Run:
     """Record one failing run of a quoting agent whose account memory stores the discount from the account's
     ``history`` (its previous one, 0.0) or its current ``discount`` (0.02); a check then raises on the stored

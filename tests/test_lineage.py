@@ -1436,3 +1436,21 @@ def test_a_view_holds_the_atoms_and_the_text_its_values_read_to() -> None:
     assert view.in_text == "\n".join(iter_text(given)).casefold()
     assert view.out_text == "\n".join(iter_text(got)).casefold()
     assert "more" in view.in_text and "n:1240.5" in view.out_keys
+
+
+def test_what_a_step_read_from_run_state_is_among_what_it_was_given(tmp_path: Any) -> None:
+    """A recorded step handed only an id, that read the record from ``run.state``, was given that record's
+    values, and a step that read the estimates it totals from the state was given them: neither introduced
+    what it copied, nor is the origin of a value it copied; the labour the quote priced at a rate of its own
+    it still introduced (nu26 F1)."""
+    from tests.builders import recorded_boiler_run
+
+    run = recorded_boiler_run(tmp_path / "r.jsonl")
+    lin = Lineage(run)
+    norm = [s for s in run.steps if s.name == "normalise_reading"]
+    assert [lin.introduced(s.step_id) for s in norm] == [[], []]
+    [quote] = [s for s in run.steps if s.name == "price_quote"]
+    assert [a.raw for a in lin.introduced(quote.step_id)] == ["488.0"]
+    # (The estimate wrote a bare 5.0, too small a number to trace: who made it is not known, but not the quote.)
+    [b2] = [a for a in lin.view(quote.step_id).outputs if a.field == "b2"]
+    assert lin.origin(b2, len(run.steps)).step_id is None

@@ -46,9 +46,11 @@ from trajdebug.analysis.lineage._views import (
     _TEXT_LIMIT,
     StepView,
     _has_word,
+    add_given,
     build_view,
     failure_atoms,
     named_reads,
+    state_reads,
     trivial,
 )
 from trajdebug.core.graph import WHOLE_INPUT_KEY
@@ -111,6 +113,10 @@ class Lineage:
             given = _made_of(s.step_id, kids, by_id)
             parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
             view = build_view(s, parents, spoken)
+            # What it read from the shared state it was given, as its recorded input (a record read by its id).
+            from_state = state_reads(s, by_id)
+            if from_state:
+                add_given(view, from_state, spoken)
             # What the children produced is what the enclosing step was made of (read 50 at a
             # time: one reading of them all would stop at the atom cap, losing the last children).
             for i in range(0, len(given), 50):

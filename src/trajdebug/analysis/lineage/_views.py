@@ -209,6 +209,36 @@ def build_view(
     )
 
 
+def state_reads(step: Step, steps: Mapping[str, Step]) -> dict[str, Any]:
+    """The values a step read through shared state (``run.state``, a declared resource), by key: what the
+    writer at the other end of each recorded ``state`` edge stored under that key (its ``state_values``).
+
+    A step handed only an id (``tree_id="T3"``) that reads the record from the state was given that
+    record as much as its arguments: leaving it out makes every value it copied from the record look
+    made up by it.  A key whose writer recorded no value (an external resource) gives nothing."""
+    out: dict[str, Any] = {}
+    for d in step.deps:
+        if d.kind != "state" or not d.key or d.key in out:
+            continue
+        writer = steps.get(d.step_id)
+        written = writer.attributes.get("state_values") if writer is not None else None
+        if isinstance(written, Mapping) and d.key in written:
+            out[d.key] = written[d.key]
+    return out
+
+
+def add_given(view: StepView, given: Any, spoken: dict[str, frozenset[str]] | None = None) -> None:
+    """Count ``given`` (values the step read without their being in its recorded input) among the view's
+    inputs: its values, the numbers its text says and its text."""
+    extra = build_view(Step(view.step_id, "", "other", input=given), spoken=spoken)
+    had = {(a.key, a.field) for a in view.inputs}
+    view.inputs.extend(a for a in extra.inputs if (a.key, a.field) not in had)
+    view.in_keys |= extra.in_keys
+    view.in_spans |= extra.in_spans
+    if len(view.in_text) < _TEXT_LIMIT:
+        view.in_text += "\n" + extra.in_text
+
+
 # -- shared state: the parts of a step's input earlier steps' updates wrote ---------------------------
 
 
@@ -443,7 +473,9 @@ __all__ = [
     "message_atoms",
     "named_reads",
     "semantic",
+    "add_given",
     "state_keys",
+    "state_reads",
     "trivial",
     "update_index",
 ]
