@@ -228,11 +228,11 @@ def state_reads(step: Step, steps: Mapping[str, Step]) -> dict[str, Any]:
 
 
 def add_given(view: StepView, given: Any, spoken: dict[str, frozenset[str]] | None = None) -> None:
-    """Count ``given`` (values the step read without their being in its recorded input) among the view's
-    inputs: its values, the numbers its text says and its text."""
+    """Count ``given`` (values the step read without their being in its recorded input) as given to it
+    (`StepView.given`): their keys, the numbers their text says, and their text.  Not among its input atoms,
+    whose fields say what the step was asked about: a ledger it read to add one entry holds every other
+    entry's ``net``, and the one it was handed is the one it should keep."""
     extra = build_view(Step(view.step_id, "", "other", input=given), spoken=spoken)
-    had = {(a.key, a.field) for a in view.inputs}
-    view.inputs.extend(a for a in extra.inputs if (a.key, a.field) not in had)
     view.in_keys |= extra.in_keys
     view.in_spans |= extra.in_spans
     if len(view.in_text) < _TEXT_LIMIT:
