@@ -618,6 +618,20 @@ class TestLLMOutputs:
         )
         assert not [e for e in _from(_verdict(run, "c"), "llm-output") if not e.sound]
 
+    def test_a_given_name_under_a_label_of_the_models_own_is_no_claim(self) -> None:
+        """A model that asks a sub-agent about "Vessel: Kestrel", for a user who named the yacht Kestrel, put a
+        label of its own before a given name: no made-up value; a name under that label no input holds (a
+        boat it made up) still is one (nu26 F7)."""
+        inp = {"messages": [{"role": "user", "content": "Berth for the yacht Kestrel, 3 nights from 2027-06-12."}]}
+
+        def asked(text: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "vessel_surveyor", "arguments": {"input": text}}]}
+            return _run(Step("g", "response", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(asked("Vessel: Kestrel"), "g"), "llm-output") if not e.sound]
+        [e] = [e for e in _from(_verdict(asked("Vessel: Osprey"), "g"), "llm-output") if not e.sound]
+        assert e.reason == "states 'Vessel: Osprey', found in none of its inputs"
+
     def test_the_steps_of_a_plan_in_plain_words_are_no_claim(self) -> None:
         """A model that saves a plan of plain lowercase phrases ("sand hull", "check rudder") its inputs never
         write names steps of its own, it claims nothing; a dock code it made up in the same call still is."""
