@@ -2447,6 +2447,21 @@ class TestStateReadsAreInputs:
             "wrote quote.labour=488.0, found in none of its inputs"
         ]
 
+    def test_a_ledger_entry_copied_from_another_entry_of_the_ledger_it_read_is_still_found(self) -> None:
+        """A memory that read the ledger it adds to, and stored this hive's action as another hive's ('monitor')
+        where it was handed 'treat', is still said to have written a value found in none of its inputs: what
+        the key it writes held before is kept, not a source of the new entry."""
+        from tests.builders import reading_state, step
+
+        first = step("w1", "record_hive", "state", 1, {"hive": "H-901", "action": "monitor"}, "ok",
+                     attributes={"state_values": {"ledger": {"H-901": {"action": "monitor"}}}})
+        ledger = {"H-901": {"action": "monitor"}, "H-903": {"action": "monitor"}}
+        second = reading_state(step("w2", "record_hive", "state", 2, {"hive": "H-903", "action": "treat"}, "ok",
+                                    attributes={"state_values": {"ledger": ledger}}), "w1", "ledger")
+        run = Run("r", "apiary", outcome="failure", failure_reason="hive H-903 left untreated", steps=(first, second))
+        said = [e.reason for e in _from(_verdict(run, "w2", detect(run)), "state-values") if not e.sound]
+        assert said == ["wrote ledger.H-903.action='monitor', found in none of its inputs"]
+
     def test_a_value_in_none_of_the_records_it_read_is_still_found(self, tmp_path: Path) -> None:
         """A parse step that stored a flue temperature no reading it read from the state holds is still said to
         have written a value found in none of its inputs, that value alone."""

@@ -165,8 +165,11 @@ def _computed_date(step: Step, value: str, ctx: DiagnoseContext) -> bool:
 
 
 def _state_deps(step: Step, ctx: DiagnoseContext) -> list[Dependency]:
-    """The step's recorded ``state`` edges whose writer is in the run and names the key it read."""
-    return [d for d in step.deps if d.kind == "state" and d.key and d.step_id in ctx.graph.steps]
+    """The step's recorded ``state`` edges whose writer is in the run and names the key it read, but for the
+    keys it writes itself: what they held before it is kept, not a source (`lineage.state_reads`)."""
+    written = step.attributes.get("state_values")
+    mine = set(written) if isinstance(written, Mapping) else set()
+    return [d for d in step.deps if d.kind == "state" and d.key and d.key not in mine and d.step_id in ctx.graph.steps]
 
 
 _CLOSED_OVER = 200

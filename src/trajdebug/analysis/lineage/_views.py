@@ -215,10 +215,14 @@ def state_reads(step: Step, steps: Mapping[str, Step]) -> dict[str, Any]:
 
     A step handed only an id (``tree_id="T3"``) that reads the record from the state was given that
     record as much as its arguments: leaving it out makes every value it copied from the record look
-    made up by it.  A key whose writer recorded no value (an external resource) gives nothing."""
+    made up by it.  A key whose writer recorded no value (an external resource) gives nothing, nor does a key
+    the step writes itself: what a ledger held before the step added an entry it keeps, and is no source of
+    the new entry's values (another hive's ``action="monitor"`` copied into this one's is the slip)."""
+    own = step.attributes.get("state_values")
+    mine = set(own) if isinstance(own, Mapping) else set()
     out: dict[str, Any] = {}
     for d in step.deps:
-        if d.kind != "state" or not d.key or d.key in out:
+        if d.kind != "state" or not d.key or d.key in out or d.key in mine:
             continue
         writer = steps.get(d.step_id)
         written = writer.attributes.get("state_values") if writer is not None else None
