@@ -1106,8 +1106,9 @@ def test_the_page_proves_a_root_with_no_recorded_input_only_by_an_audit_answered
 
 def test_a_root_the_answers_place_shows_their_word_in_place_of_the_rankings_confidence(page: Any, tmp_path: Path) -> None:
     """In the report's ranked list, a root a person's answers prove reads "proved root" with no confidence, and
-    one answers an automatic oracle took part in single out reads so, as the terminal tags them (nu25 F10: a
-    proved root shown "structural root, confidence 1%")."""
+    one answers an automatic oracle took part in single out reads so, as the terminal tags them, and a step
+    those answers cleared reads "set aside" with the ranking's confidence named so (nu25 F10: a proved root
+    shown "structural root, confidence 1%"; nu26 F8: "suspect" above "cleared by the answers")."""
     from tests.builders import quote_runs
 
     from trajdebug.analysis import ReferenceOracle, guided_search, settled
@@ -1124,4 +1125,9 @@ def test_a_root_the_answers_place_shows_their_word_in_place_of_the_rankings_conf
         assert first.locator(".badge").inner_text() == word
         assert first.locator(".c-conf").count() == 0
         assert page.locator("ol.causes li.cause").nth(1).locator(".c-conf").count() == (word != "proved root")
+    # A step the reference's answers cleared is set aside, not a suspect, with the ranking's confidence named (nu26 F8).
+    page.goto(write_report(tmp_path / "report.html", singled).as_uri())
+    badges = [page.locator("ol.causes li.cause").nth(i) for i in range(page.locator("ol.causes li.cause").count())]
+    aside = [b for b in badges if b.locator(".badge").inner_text() == "set aside by the answers, not a person's: no proof"]
+    assert aside and all(b.locator(".c-conf").inner_text().startswith("the ranking's confidence ") for b in aside)
     assert page.errors == []

@@ -494,7 +494,8 @@ def _record_invoice(path: Path) -> None:
         run.fail("the invoice total disagrees with the ledger")
 
 
-_QUESTION = re.compile(r"question \d+: \S+ (\S+) #(\w{6})")
+_QUESTION = re.compile(r"question \d+: (?:Are all \d+ of these right\? )?\S+ (\S+) #(\w{6})")
+"""A question's step name and (first) short id; a group of like steps says its count first."""
 _DOWNSTREAM = ("save_draft", "write_email", "send_invoice")
 
 
@@ -930,12 +931,12 @@ def test_a_resumed_session_after_a_groups_not_all_asks_and_numbers_as_the_live_o
     src = tmp_path / "flats.jsonl"
     _record_flats(src)
     live = _ask_cli(src, "n\ny\nn\nq\n")
-    assert re.search(r"question 3: tool get_details #\w+ and 6 more", live)
+    assert re.search(r"question 3: Are all 7 of these right\? tool get_details #\w+(, #\w+){6} #", " ".join(live.split()))
     single = re.search(r"question 4: tool get_details #\w+  \(step", live)
     assert single is not None
     resumed = _ask_cli(src, "q\n")
     asked = re.findall(r"^question \d+: .*$", resumed, re.M)
-    assert asked and asked[0].startswith(single.group(0)) and "asked at once" not in resumed
+    assert asked and asked[0].startswith(single.group(0)) and "Are all" not in resumed
 
 
 def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named_whole(tmp_path: Path) -> None:
@@ -948,7 +949,7 @@ def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named
     other = tmp_path / "other.jsonl"
     _record_flats(other)
     flat = " ".join(_ask_cli(other, "n\ny\nq\n").split())
-    assert re.search(r"question 3 \(get_details #\w+ and 6 more get_details step\(s\), asked at once\) is not about", flat)
+    assert re.search(r"question 3 \(all 7 get_details steps, #\w+(, #\w+){6}\) is not about", flat)
 
 
 def test_a_key_typed_with_enter_is_that_key_and_a_group_says_how_it_read_an_unoffered_one(tmp_path: Path) -> None:
@@ -975,3 +976,21 @@ def test_a_key_typed_with_enter_is_that_key_and_a_group_says_how_it_read_an_unof
     # Don't know is asked again, never stored as "not all" (round 50 review).
     assert "'?' is no answer here: not sure of them is [n]" in text and "'?' read as" not in text
     assert _group_answer(run, group, 1, Console(file=io.StringIO(), width=200), lambda: "y\n") == "yes"
+
+
+def test_a_group_question_puts_its_count_and_the_question_in_the_header_and_lists_every_id(tmp_path: Path) -> None:
+    """A question about a group of like steps opens "question N: Are all K of these right?" with the kind, the
+    name and every step's id, and its keys say "yes, all K", so it never reads as a question about its first
+    step (nu26 F10: "tool get_details #ab12cd and 6 more ... asked at once" was answered for that step)."""
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    run = load_runs(src)[0]
+    out = _ask_cli(src, "n\ny\nq\n")
+    flat = " ".join(out.split())  # the header wraps at the terminal's width
+    head = re.search(r"question 3: (Are all 7 of these right\? tool get_details (#\w{6}(, )?)+)", flat)
+    assert head is not None
+    ids = re.findall(r"#(\w{6})", head.group(1))
+    lookups = {s.step_id[-6:] for s in run.steps if s.name == "get_details"}
+    assert len(ids) == 7 and set(ids) <= lookups
+    assert not re.search(r"^question 3: \S+ \S+ #\w{6}", out, re.M)
+    assert "[y] yes, all 7" in flat

@@ -992,6 +992,20 @@ def test_a_groups_not_all_is_a_record_a_resumed_search_reads_as_the_live_one_did
     assert latest_answers([*stored, record, answered])[-2:] == (record, answered)
 
 
+def test_a_groups_not_all_record_names_the_whole_group_not_one_step_asked_with_others() -> None:
+    """A group's "not all" record says it was one question about all its steps, with every id: the retired
+    "asked at once with N more NAME step(s)" read as a question about the first step alone (nu26 F10, rev53b)."""
+    live = GuidedSearch(_lookups(), once=True)
+    while (sid := live.next_question()) is not None and not sid.startswith("g"):
+        live.answer(live.stamp(Answer(sid, sid not in ("f", "n"), "person", 1, admissible=None if sid != "f" else False)))
+    assert sid is not None
+    group = live.group(sid)
+    why = live.not_all(group, 2).reason or ""
+    name = live.graph.steps[sid].name
+    assert why.startswith(f"asked in one question about all {len(group)} {name} steps (")
+    assert all(f"#{g[-6:]}" in why for g in group) and "at once" not in why
+
+
 def _proved_by_answers(by: str = "person") -> tuple[Analysis, Analysis]:
     """A parse that misreads a bill, the sizing after it, a check that raises; the answers (the sizing wrong for
     a wrong input, the parse wrong on its own) prove the parse the root.  The analysis before and after

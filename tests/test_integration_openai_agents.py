@@ -696,8 +696,9 @@ def test_show_says_what_the_workflow_named_step_inside_an_agent_run_as_a_tool_is
     processor: TrajdebugProcessor, tmp_path: Path
 ) -> None:
     """An agent run as a tool runs its own ``Runner.run``, whose task span the SDK names after the workflow: the
-    step keeps the SDK's name, and `show` marks it a nested run, not a recursive run of the workflow (nu25 F12);
-    the top task span is not marked."""
+    step keeps the SDK's name, and `show` marks it a nested run, not a recursive run of the workflow (nu25 F12),
+    in a note under it wrapped at words, never cut mid-word at 80 columns (nu26 F12); the top task span is not
+    marked."""
     from click.testing import CliRunner
 
     from trajdebug.cli import cli
@@ -714,5 +715,9 @@ def test_show_says_what_the_workflow_named_step_inside_an_agent_run_as_a_tool_is
     nested = [s for s in tasks if s.parent_id is not None]
     assert len(tasks) == 2 and len(nested) == 1 and nested[0].name == tasks[0].name
     out = CliRunner().invoke(cli, ["show", str(tmp_path / "runs.jsonl")], env={"COLUMNS": "300"}).output
-    marked = [line for line in out.splitlines() if NESTED_RUN in line]
-    assert len(marked) == 1 and f"#{nested[0].step_id[-6:]}" in marked[0]
+    lines = out.splitlines()
+    marked = [i for i, line in enumerate(lines) if NESTED_RUN in line]
+    assert len(marked) == 1 and f"#{nested[0].step_id[-6:]}" in lines[marked[0] - 1]
+    # At 80 columns the note is wrapped at words under its step, whole, never cut with an ellipsis (nu26 F12).
+    narrow = CliRunner().invoke(cli, ["show", str(tmp_path / "runs.jsonl")], env={"COLUMNS": "80"}).output
+    assert f"({NESTED_RUN})" in " ".join(narrow.split()) and "(an age…" not in narrow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,25 @@ def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_p
     assert f"run {rid[:12]}" in out.output and ", model " in out.output
 
 
+def test_eval_names_each_rank_by_its_ranking_in_the_text_and_gives_both_in_the_json(tmp_path: Path) -> None:
+    """`trajdebug eval` with a model prints each root's place as "hand ranking N, model M", never a bare "rank",
+    and `--json` gives both per run, named (``hand_rank``, ``model_rank``), with the hand ranking's top-1 and
+    top-3 beside the model's; `--model none` gives the hand rank and no model rank (nu26 F12)."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    label(src, rid, "fetch_rate")
+    out = CliRunner().invoke(cli, ["eval", str(src)])
+    line = next(x for x in out.output.splitlines() if x.startswith(f"  run {rid[:12]}"))
+    assert re.search(r"hand ranking \d+, model \d+$", line) and " rank " not in line
+    data = json.loads(CliRunner().invoke(cli, ["eval", str(src), "--json"]).stdout)
+    hand = evaluate(src, None)
+    [run] = data["runs"]
+    assert run["model_rank"] == run["rank"] == evaluate(src, "default").results[0].rank
+    assert run["hand_rank"] == hand.results[0].rank and data["hand_top1"] == hand.top(1)
+    none = json.loads(CliRunner().invoke(cli, ["eval", str(src), "--model", "none", "--json"]).stdout)
+    assert none["runs"][0]["hand_rank"] == hand.results[0].rank and none["runs"][0]["model_rank"] is None
+
+
 def test_eval_measures_by_default_the_ranking_analyze_shows_and_none_the_hand_ranking_alone(tmp_path: Path) -> None:
     """`trajdebug eval` with no `--model` measures the shipped learned model, as `trajdebug analyze` ranks by
     default, beside the hand ranking; `--model none` measures the hand ranking alone."""
@@ -266,7 +286,7 @@ def test_eval_names_each_labelled_root_by_its_step_name(tmp_path: Path) -> None:
     label(src, rid, "fetch_rate")
     out = CliRunner().invoke(cli, ["eval", str(src)])
     assert out.exit_code == 0, out.output
-    assert f"run {rid[:12]}  root fetch_rate  rank" in out.output
+    assert f"run {rid[:12]}  root fetch_rate  hand ranking" in out.output
     data = json.loads(CliRunner().invoke(cli, ["eval", str(src), "--json"]).stdout)
     assert data["runs"][0]["step_name"] == "fetch_rate"
 

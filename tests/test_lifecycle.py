@@ -399,8 +399,10 @@ class TestRetries:
         assert (raised.parent_error_id, raised.link) == (reported.error_id, "nested")
         assert report.chains[0].error_ids == (reported.error_id, raised.error_id)
 
-    def test_recovered_retry_with_bad_data_stays_in_the_lineage_of_a_later_failure(self) -> None:
-        """A retry that "succeeds" with bad data and a failure five steps later: the chain reaches the recovered error."""
+    def test_a_later_attempts_own_answer_does_not_make_the_recovered_error_the_failures_origin(self) -> None:
+        """A retry whose second attempt answered, fed into a failure five steps later: the first attempt's error
+        stays recovered and WARN, the failure's chain begins at the failure, and the failing step is not in the
+        recovered error's blast radius (the answer is the operation's, not the error's: nu26 F2)."""
         calls = {"n": 0}
 
         @trajdebug.retry(attempts=2)
@@ -420,34 +422,199 @@ class TestRetries:
             return {"rows": rows}
 
         @trajdebug.step
-        def s4(d: dict[str, Any]) -> list[Any]:
-            return [d]
-
-        @trajdebug.step
-        def s5(items: list[Any]) -> dict[str, Any]:
-            return {"items": items}
-
-        @trajdebug.step
         def report_step(d: dict[str, Any]) -> str:
             raise ValueError("no data to report")
 
         @trajdebug.step(kind="agent")
         def agent() -> str:
-            return report_step(s5(s4(s3(parse(fetch())))))
+            return report_step(s3(parse(fetch())))
 
         run = record(lambda h: agent())
         report = analyze_errors(run)
         recovered, failure = report.errors
+        assert recovered.stage == "recovered" and recovered.severity == "WARN"
+        assert failure.parent_error_id is None and failure.severity == "CRITICAL"
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (failure.error_id,)
+        assert "degraded-value-flowed" not in {h.rule for h in chain.reasons}
+        assert recovered.blast_radius == ()
+
+    def test_a_recovered_retry_inside_an_enclosing_step_is_no_origin_through_that_steps_output(self) -> None:
+        """Trees surveyed through ``run.state`` inside one enclosing step, one survey retried and recovered, and a
+        booking that fails on the enclosing step's output: the failed attempt returned nothing, so neither the
+        enclosing step nor the booking is in its blast radius and the failure's chain begins at the booking."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=3, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def survey(tree: str) -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise ConnectionError("survey API: connection reset by peer")
+            rec = {"tree": tree, "height": 10 * calls["n"]}
+            trajdebug.current_run().state[f"survey:{tree}"] = rec
+            return rec
+
+        @trajdebug.step(kind="agent")
+        def survey_all(trees: list[str]) -> list[dict[str, Any]]:
+            return [survey(t) for t in trees]
+
+        @trajdebug.step(kind="tool")
+        def book(records: list[dict[str, Any]]) -> None:
+            raise ValueError(f"needs {len(records) + 1} days, the slot holds {len(records)}")
+
+        run = record(lambda h: book(survey_all(["T1", "T2", "T3"])))
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered" and recovered.severity == "WARN"
+        assert recovered.blast_radius == () and not recovered.touched_state
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (failure.error_id,) and chain.origin_step == by_name(run, "book")[0].step_id
+
+    def test_a_retry_whose_last_attempt_failed_stays_the_critical_origin(self) -> None:
+        """A survey retried until its attempts ran out, the error escaping the run: its first attempt's error
+        begins the critical chain, CRITICAL, with retries-exhausted (recovery needs an attempt that answered)."""
+
+        @trajdebug.retry(attempts=2, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def survey(tree: str) -> dict[str, Any]:
+            raise ConnectionError("survey API: connection reset by peer")
+
+        @trajdebug.step(kind="tool")
+        def estimate(tree: str) -> float:
+            trajdebug.current_run().state[f"hours:{tree}"] = 2.0
+            return 2.0
+
+        def body(h: Any) -> None:
+            estimate("T1")
+            survey("T2")
+
+        run = record(body)
+        report = analyze_errors(run)
+        first, last = report.errors
+        assert {first.stage, last.stage} == {"failed"}
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (first.error_id, last.error_id) and chain.links == ("retry",)
+        assert "retries-exhausted" in {h.rule for h in chain.reasons}
+        assert first.severity == "CRITICAL"
+
+    def test_a_fallbacks_stand_in_value_stays_in_the_lineage_of_a_later_failure(self) -> None:
+        """An error replaced by ``s.fallback`` whose stand-in value fed a failure is the origin of its chain,
+        with degraded-value-flowed: a fallback's value is the error's, unlike a later attempt's answer."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("rates", kind="tool") as r:
+                try:
+                    raise ConnectionError("fx service 503")
+                except ConnectionError:
+                    r.fallback({"rate": 1.0}, "default rate")
+            with trajdebug.step("convert", deps=[r]):
+                raise ValueError("amount off by the exchange rate")
+
+        run = record(body)
+        report = analyze_errors(run)
+        ignored, failure = report.errors
+        assert ignored.stage == "ignored" and failure.parent_error_id == ignored.error_id
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (ignored.error_id, failure.error_id)
+        assert "degraded-value-flowed" in {h.rule for h in chain.reasons}
+        assert ignored.severity == "CRITICAL"
+
+    def test_a_failed_attempts_error_text_handed_to_a_model_links_to_a_failure_the_answer_fed(self) -> None:
+        """A hand-written retry loop that puts the failed attempt's error text into the model's messages, the
+        second attempt answering: the model's reply, built on the error text, fails a check, and the check's
+        error links to the recovered error by data (the text reached the model: rev53b M1)."""
+        calls = {"n": 0}
+
+        @trajdebug.step(kind="tool")
+        def weather(city: str) -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ConnectionError("weather API 503: service unavailable for Oslo")
+            return {"city": city, "temp_c": 4}
+
+        @trajdebug.step(kind="llm")
+        def model(messages: list[dict[str, str]]) -> str:
+            return "The weather service is unavailable for Oslo, so I cannot say."
+
+        @trajdebug.step(kind="agent")
+        def agent(city: str) -> str:
+            msgs = [{"role": "user", "content": f"weather in {city}?"}]
+            prev = None
+            for n in (1, 2):
+                try:
+                    with trajdebug.step("weather_call", kind="tool", attempt=n, retry_of=prev) as a:
+                        prev = a
+                        out = weather(city)
+                    msgs.append({"role": "tool", "content": str(out)})
+                    break
+                except ConnectionError as exc:
+                    msgs.append({"role": "tool", "content": f"error: {exc}"})
+            return model(msgs)
+
+        @trajdebug.step(kind="tool")
+        def check(answer: str) -> None:
+            if "unavailable" in answer:
+                raise AssertionError("the answer says the service is unavailable")
+
+        run = record(lambda h: check(agent("Oslo")))
+        report = analyze_errors(run)
+        recovered, failure = report.errors
         assert recovered.stage == "recovered"
-        assert failure.stage == "failed"
-        lineage = report.lineage(failure.error_id)
-        assert lineage[0].step_id == by_name(run, "fetch")[0].step_id
-        assert failure.link == "data"
+        assert (failure.parent_error_id, failure.link) == (recovered.error_id, "data")
         (chain,) = report.critical_chains()
         assert chain.error_ids == (recovered.error_id, failure.error_id)
+        assert by_name(run, "model")[0].step_id in recovered.blast_radius
+        assert by_name(run, "weather_call")[1].step_id not in recovered.blast_radius
+
+    def test_an_answered_retry_told_the_error_is_still_no_origin_of_what_its_answer_fed(self) -> None:
+        """An attempt retried by a model call that is given the failed attempt's error text and answers: the
+        model call is the answering attempt, so its answer is the operation's and the failure it fed begins its
+        own chain (the error text counts only where it reached a step other than the answer)."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("draft", kind="llm", attempt=1) as a1:
+                a1.error("schema check failed: field 'total' missing", type="SchemaError")
+            with trajdebug.step("draft", kind="llm", attempt=2, retry_of=a1) as a2:
+                a2.input = {"feedback": "schema check failed: field 'total' missing"}
+                a2.output = {"total": -3}
+            with trajdebug.step("submit", deps=[a2]):
+                raise ValueError("total is negative")
+
+        run = record(body)
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered" and failure.parent_error_id is None
+        assert recovered.blast_radius == ()
+
+    def test_a_payload_errors_output_returned_by_its_enclosing_step_links_to_the_failure_it_fed(self) -> None:
+        """An attempt that set a partial output and reported an error, a second attempt answering in full, and
+        an enclosing step that returns the first attempt's partial value to a step that fails on it: the
+        attempt recorded an output, so its edge into the enclosing step carries the error and the failure
+        links to it by data, as `trajdebug analyze`'s inferred graph does (rev53b M2)."""
+
+        @trajdebug.step(kind="agent")
+        def collect(city: str) -> dict[str, Any]:
+            with trajdebug.step("fetch_prices", kind="tool", attempt=1) as a1:
+                partial = {"city": city, "prices": [12.5], "complete": False}
+                a1.output = partial
+                a1.error("HTTP 206: partial content, 1 of 14 pages", type="PartialContent")
+            with trajdebug.step("fetch_prices", kind="tool", attempt=2, retry_of=a1) as a2:
+                a2.output = {"city": city, "prices": [12.5] * 14, "complete": True}
+            return partial
+
+        @trajdebug.step(kind="tool")
+        def budget(d: dict[str, Any]) -> float:
+            raise ValueError(f"budget needs 14 nights, got {len(d['prices'])}")
+
+        run = record(lambda h: budget(collect("Lyon")))
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered"
+        assert (failure.parent_error_id, failure.link) == (recovered.error_id, "data")
+        assert by_name(run, "budget")[0].step_id in recovered.blast_radius
+        (chain,) = report.critical_chains()
         assert "degraded-value-flowed" in {h.rule for h in chain.reasons}
-        assert recovered.severity == "CRITICAL"
-        assert by_name(run, "report_step")[0].step_id in recovered.blast_radius
 
 
 class TestStages:
@@ -658,10 +825,10 @@ class TestInfluence:
         assert len(chain.error_ids) == 2
         assert "polluted-state" in {h.rule for h in chain.reasons}
 
-    def test_a_retried_calls_answer_written_to_state_is_still_polluted_state(self) -> None:
-        """A lookup that raised once and answered on its second attempt may answer a fallback (a cold cache's
-        default rate): the recorder cannot tell it from the operation's own answer, so the state a later step
-        wrote from it is still marked polluted-state (review rev52u L1)."""
+    def test_a_retried_calls_answer_written_to_state_is_not_the_errors_polluted_state(self) -> None:
+        """A lookup that raised once and answered on its second attempt, the answer written to state: the
+        failed attempt wrote nothing, so its recovered error touched no state and no chain says polluted-state
+        (the answer is the operation's own; a wrong one is the ranking's business, not the error's: nu26 F2)."""
         calls = {"n": 0}
 
         @trajdebug.retry(attempts=3, on=(ConnectionError,))
@@ -677,9 +844,46 @@ class TestInfluence:
             state["fx"] = v
 
         run = record(lambda h: remember(fx_rate(), h.state))
-        (err,) = analyze_errors(run).errors
-        assert err.stage == "recovered" and err.touched_state
-        assert any("polluted-state" in {r.rule for r in c.reasons} for c in analyze_errors(run).chains)
+        report = analyze_errors(run)
+        (err,) = report.errors
+        assert err.stage == "recovered" and not err.touched_state and err.state_keys == ()
+        assert not any("polluted-state" in {r.rule for r in c.reasons} for c in report.chains)
+
+    def test_a_failed_attempt_that_wrote_state_before_raising_stays_polluted_state(self) -> None:
+        """An attempt that wrote to ``run.state`` and then raised, recovered by its retry, while the state it
+        wrote fed the step that failed: a value of the failed attempt itself flowed on, so its error touched
+        state, begins the critical chain and says polluted-state."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=2, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def survey(tree: str) -> dict[str, Any]:
+            calls["n"] += 1
+            st = trajdebug.current_run().state
+            if calls["n"] == 1:
+                st[f"partial:{tree}"] = {"height": None}
+                raise ConnectionError("connection reset")
+            st[f"survey:{tree}"] = {"height": 12}
+            return {"height": 12}
+
+        @trajdebug.step(kind="tool")
+        def book() -> None:
+            st = trajdebug.current_run().state
+            raise ValueError(f"cannot book from {st['partial:T1']}")
+
+        def body(h: Any) -> None:
+            survey("T1")
+            book()
+
+        run = record(body)
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered" and recovered.touched_state
+        assert "partial:T1" in recovered.state_keys
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (recovered.error_id, failure.error_id)
+        assert "polluted-state" in {h.rule for h in chain.reasons}
+        assert by_name(run, "book")[0].step_id in recovered.blast_radius
 
 
 class TestReport:

@@ -76,10 +76,12 @@ def test_after_answers_the_proved_root_and_the_steps_they_ruled_out_are_tagged_s
 
 def test_a_same_input_passing_run_answering_for_guided_tags_no_step_proved_or_ruled_out() -> None:
     """When the answers are a passing run's of the same input (an automatic oracle under ``--guided``), no step
-    is tagged "proved root", "ruled out" or "wrong, not the root": its proof is no verdict, so the other steps
-    keep the ranking's tags and confidences, and the root it singles out is tagged so, with no confidence and
-    never "proved" (review rev51u H3: a reference differing in a timestamp tagged its step "proved root" and
-    the true root "ruled out"; nu25 F10: "proved by 2 answer(s)" beside "confidence 0%" and "not a proof")."""
+    is tagged "proved root", "ruled out" or "wrong, not the root": its proof is no verdict, so the root it
+    singles out is tagged so, with no confidence and never "proved", and a step it cleared is "set aside" with
+    the ranking's confidence named as the ranking's, never headed "suspect" (review rev51u H3: a reference
+    differing in a timestamp tagged its step "proved root" and the true root "ruled out"; nu25 F10: "proved by
+    2 answer(s)" beside "confidence 0%" and "not a proof"; nu26 F8: "suspect, confidence 4%" above "cleared by
+    the answers")."""
     import dataclasses
 
     from tests.builders import quote_runs
@@ -98,6 +100,8 @@ def test_a_same_input_passing_run_answering_for_guided_tags_no_step_proved_or_ru
     root, *others = ranked
     assert "singled out by the answers, not a person's: no proof" in root and "confidence" not in root
     assert others and all("confidence" in line for line in others)
+    aside = [line for line in others if "set aside by the answers, not a person's: no proof" in line]
+    assert aside and all("suspect" not in line and "the ranking's confidence" in line for line in aside)
     assert not [line for line in ranked if "proved" in line or "ruled out" in line or "not the root" in line]
     assert not [line for line in lines if "proved by" in line]
 
@@ -126,8 +130,8 @@ def test_the_verdict_under_answers_that_single_out_another_step_names_the_rankin
 
 def test_answers_that_place_candidates_say_so_in_the_json_beside_the_rankings_confidence() -> None:
     """Each candidate of an analysis the answers re-ordered carries ``standing``, the word the reports show in
-    place of its confidence (``proved``, ``singled out``, ``ruled out``, ``wrong, not the root`` or null); an
-    analysis with no answers has no such key."""
+    place of its confidence (``proved``, ``singled out``, ``ruled out``, ``wrong, not the root``, ``set aside``
+    or null); an analysis with no answers has no such key."""
     import dataclasses
 
     from tests.builders import quote_runs
@@ -139,9 +143,37 @@ def test_answers_that_place_candidates_say_so_in_the_json_beside_the_rankings_co
     a = analyze(bad, references=[good])
     assert all("standing" not in c for c in a.to_dict()["root_causes"])
     auto = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good)))).to_dict()["root_causes"]
-    assert auto[0]["standing"] == "singled out" and all(c["standing"] is None for c in auto[1:])
+    assert auto[0]["standing"] == "singled out" and {c["standing"] for c in auto[1:]} <= {None, "set aside"}
     answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
     mine = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
     causes = mine.to_dict()["root_causes"]
     assert causes[0]["standing"] == "proved" and isinstance(causes[0]["confidence"], float)
     assert {c["standing"] for c in causes[1:]} <= {"ruled out", "wrong, not the root"}
+
+
+def test_the_guided_json_words_its_root_as_the_text_does() -> None:
+    """The ``guided`` member of an analysis's JSON says the root's standing as the text does: answers a passing
+    run of the same input gave single it out, ``proof`` false, beside ``certain`` (the answers leave one root);
+    a person's answers that prove it say ``proved``, ``proof`` true (nu26 F8: "no proof" in the text,
+    ``"certain": true`` alone in the JSON)."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import ReferenceOracle, analyze, guided_search, settled
+    from trajdebug.core.model import Answer
+    from trajdebug.report.analysis import analysis_lines
+
+    good, bad = quote_runs()
+    a = analyze(bad, references=[good])
+    auto = settled(dataclasses.replace(a, guided=guided_search(a, ReferenceOracle(good))))
+    g = auto.to_dict()["guided"]
+    assert g["certain"] is True and g["standing"] == "singled out" and g["proof"] is False
+    assert g["by"] == "reference:good"
+    text = " ".join(" ".join(analysis_lines(auto, width=400)).split())
+    assert "singled out by the answers, not a person's: no proof" in text and "proved root" not in text
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    mine = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    g = mine.to_dict()["guided"]
+    assert (g["certain"], g["standing"], g["proof"]) == (True, "proved", True)
+    assert "proved root" in " ".join(analysis_lines(mine, width=400))

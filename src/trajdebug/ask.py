@@ -221,10 +221,21 @@ class _Log:
 
 
 GROUP_PROMPT = (
-    "Are all these outputs right, what the run needed there?  [y] yes, all  [n] not all, or not sure (ask them "
-    "one by one)  [q] quit"
+    "Are all {n} outputs right, what the run needed there?  [y] yes, all {n}  [n] not all, or not sure (ask "
+    "them one by one)  [q] quit"
 )
-"""The keys of a question about a group of like steps (`GuidedSearch.group`)."""
+"""The keys of a question about a group of like steps (`GuidedSearch.group`), ``{n}`` the group's size."""
+
+
+def group_head(run: Run, group: Sequence[str]) -> str:
+    """What a question about a group of like steps is about, said as a question about them all: their count,
+    kind and name, and every id (nu26 F10: "other estimate_hours #000013 and 4 more estimate_hours step(s)"
+    read as a question about #000013, and a script answered it for that step alone)."""
+    first = run.step_map()[group[0]]
+    ids = ", ".join(f"#{short(sid)}" for sid in group)
+    return f"Are all {len(group)} of these right? {one_line(first.kind)} {one_line(first.name)} {ids}"
+
+
 _GROUP_SHOWN = 160
 """Characters of each input and output shown in a group's question (one line each)."""
 
@@ -243,19 +254,17 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
     """Show one question about a group of like steps, each step's input and output on a line; ``"yes"`` when a
     person answers that every output is right, ``"no"`` (ask them one by one) or ``"quit"``."""
     steps = run.step_map()
-    first = steps[group[0]]
     at = {s.step_id: k for k, s in enumerate(run.steps, 1)}
     console.print()
-    # The first step's kind, name and short id lead, as in a question about one step (a script reading
-    # "question N: KIND NAME #ID" reads this one too).
-    console.print(f"question {number}: {one_line(first.kind)} {one_line(first.name)} #{short(group[0])} and {len(group) - 1} "
-                  f"more {one_line(first.name)} step(s), asked at once", markup=False, highlight=False, style="bold")
+    # The count and the question lead, then every id: read as "question N: KIND NAME #ID", a group's question
+    # was taken for one about its first step (nu26 F10), so it no longer has that shape.
+    console.print(f"question {number}: {group_head(run, group)}", markup=False, highlight=False, style="bold")
     for sid in group:
         s = steps[sid]
         console.print(f"  #{short(sid)} (step {at[sid]} of {len(run.steps)})", markup=False, highlight=False)
         console.print(f"    input  {_one(s.input)}", markup=False, highlight=False)
         console.print(f"    output {_one(s.output)}", markup=False, highlight=False)
-    console.print(GROUP_PROMPT, markup=False, highlight=False, style="bold")
+    console.print(GROUP_PROMPT.format(n=len(group)), markup=False, highlight=False, style="bold")
     while True:
         key = _key(read_key)
         if key in ("y", "q"):
@@ -348,8 +357,8 @@ def _not_the_likeliest(run: Run, about: Sequence[str], number: int, why: str) ->
     step = run.step_map().get(about[0])
     kind = one_line(step.name) if step else "?"
     name = f"{kind} #{short(about[0])}"
-    if len(about) > 1:
-        name += f" and {len(about) - 1} more {kind} step(s), asked at once"
+    if len(about) > 1 and step is not None:
+        name = f"all {len(about)} {kind} steps, " + ", ".join(f"#{short(sid)}" for sid in about)
     return f"question {number} ({name}) is not about the likeliest root below: {why}"
 
 

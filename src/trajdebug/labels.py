@@ -306,18 +306,25 @@ class Evaluation:
             return None
         return sum(abs(r.confidence - (r.rank == 1)) for r in rs if r.confidence is not None) / len(rs)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON data (``trajdebug eval --json``)."""
+    def to_dict(self, hand: Evaluation | None = None) -> dict[str, Any]:
+        """JSON data (``trajdebug eval --json``).  ``rank`` is the measured ranking's (the model's, or the hand
+        ranking's without one); each run also names both, ``model_rank`` (None without a model) and
+        ``hand_rank`` (from ``hand``, the hand ranking measured on the same runs; this one when it has no
+        model), as the text's "hand ranking N, model M" does (nu26 F12: only the model's rank was given)."""
+        hand = self if self.model is None else hand
+        by_hand = {} if hand is None else {r.run_id: r.rank for r in hand.results}
         return {
             "labelled": len(self.results),
             "model": self.model,
             "top1": self.top(1),
             "top3": self.top(3),
+            **({} if hand is None else {"hand_top1": hand.top(1), "hand_top3": hand.top(3)}),
             "calibration_error": self.calibration_error(),
             "missing": list(self.missing),
             "fitted_on": self.fitted,
             "runs": [
                 {"run_id": r.run_id, "step_id": r.step_id, "step_name": r.step_name, "rank": r.rank,
+                 "model_rank": None if self.model is None else r.rank, "hand_rank": by_hand.get(r.run_id),
                  "confidence": r.confidence}
                 for r in self.results
             ],

@@ -21,6 +21,7 @@ from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._guided_result import (
     PROVED,
+    SET_ASIDE,
     SINGLED_OUT,
     answer_standing,
     person_proof,
@@ -72,6 +73,7 @@ __all__ = [
     "analyses_to_dict",
     "analyze",
     "PROVED",
+    "SET_ASIDE",
     "SINGLED_OUT",
     "answer_standing",
     "analyze_errors",

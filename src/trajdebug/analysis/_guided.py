@@ -371,7 +371,8 @@ class GuidedSearch(GuidedState):
         resumed over it asks what this one asks next, and numbers the questions alike."""
         sid = group[0]
         name = self.graph.steps[sid].name
-        why = f"asked at once with {len(group) - 1} more {name} step(s): not all right, or not sure"
+        ids = ", ".join(f"#{g[-6:]}" for g in group)
+        why = f"asked in one question about all {len(group)} {name} steps ({ids}): not all right, or not sure"
         a = Answer(sid, None, by, at_ns, why, asked=ASKED_GROUP)
         self.answer(a)
         return a

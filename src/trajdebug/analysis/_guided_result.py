@@ -385,6 +385,22 @@ SINGLED_OUT = "singled out"
 input, an expectation, a judge) prove: a lead, not a proof, named with whose answers they are, in place of the
 ranking's confidence (nu25 F10: "proved by 2 answer(s)" beside "confidence 0%" and "not a proof")."""
 
+SET_ASIDE = "set aside"
+"""`answer_standing`'s word for a step answers an automatic oracle took part in put aside as not the root:
+answered correct by one, or, the answers not all a person's, not asked or answered wrong (it passed a wrong
+value on: a person's answers say "wrong, not the root") with the root elsewhere.  No proof, yet no longer the
+ranking's "suspect" (nu26 F8: "suspect, confidence 4%" above "cleared by the answers"; rev53b L3)."""
+
+
+def root_standing(analysis: Analysis) -> dict[str, Any]:
+    """The guided search's root as the text words it, for the JSON beside ``certain`` (which says only that the
+    answers leave one root, whoever gave them): ``standing`` ``proved`` (a person's answers prove it),
+    ``singled out`` (answers an automatic oracle took part in: a lead) or None, and ``proof`` whether it is a
+    person's proof (nu26 F8: "no proof" in the text, ``"certain": true`` alone in the JSON)."""
+    proved = bool(person_proof(analysis))
+    word = PROVED if proved else (SINGLED_OUT if singled_out(analysis) else None)
+    return {"standing": word, "proof": proved, **({"by": whose(analysis)} if word else {})}
+
 
 def singled_out(analysis: Analysis) -> bool:
     """Whether the guided search's answers single out a root that an automatic oracle took part in proving
@@ -423,13 +439,15 @@ def answer_standing(analysis: Analysis) -> dict[str, str]:
     `person_proof` proves), ``singled out`` (the root answers an automatic oracle took part in prove: who
     gave them is said beside it, and it is no verdict), ``ruled out`` (a person answered it correct, or, unanswered, the answers, all a
     person's, cleared it) or ``wrong, not the root`` (a person answered it wrong and the answers, all a
-    person's, leave the root elsewhere: it passed on a wrong value).  What the reports tag a candidate by in
-    place of the ranking's "suspect" and confidence, which the answers outdated (nu24 read a proved root
-    "confidence 2%" and a step "suspect" and "cleared by the answers" at once).  A suspect they leave is not
-    named, nor a step other than the root an automatic oracle (a passing run of the same input, an
-    expectation, a judge) took part in placing: its proof is no verdict (round 50), so the ranking's tag
-    stands (rev51u H3: a reference differing in a timestamp tagged its step "proved root" and the true root
-    "ruled out"); the root it singles out is tagged so, never "proved"."""
+    person's, leave the root elsewhere: it passed on a wrong value), or ``set aside`` (put aside as not the
+    root by answers an automatic oracle took part in: answered correct by one, or, when not all the answers
+    are a person's, left out of the root they leave, not asked or answered wrong: `SET_ASIDE`).  What the reports tag a candidate by in place of the ranking's "suspect" and confidence, which
+    the answers outdated (nu24 read a proved root "confidence 2%" and a step "suspect" and "cleared by the
+    answers" at once).  A suspect they leave is not named.  An automatic oracle (a passing run of the same
+    input, an expectation, a judge) never proves nor rules out: its proof is no verdict (round 50; rev51u H3:
+    a reference differing in a timestamp tagged its step "proved root" and the true root "ruled out"), so the
+    root it singles out is tagged so, never "proved", and a step it puts aside ``set aside``, never "ruled
+    out" nor "wrong, not the root" nor, under the note that it was cleared, "suspect" (nu26 F8)."""
     g = analysis.guided
     if g is None or g.failure is None or not g.questions:
         return {}
@@ -453,10 +471,11 @@ def _tag(group: int, answer: Answer | None, proved: bool, persons: bool) -> str 
         # Whoever's answers prove it, they replace the ranking's confidence; an automatic oracle's is a lead.
         return PROVED if proved else SINGLED_OUT
     if group == 3:
-        return "ruled out" if answer is not None and _by_person(answer) else None
+        return "ruled out" if answer is not None and _by_person(answer) else SET_ASIDE
     if group == 2 and persons:
         return "wrong, not the root" if answer is not None and answer.correct is False else "ruled out"
-    return None
+    # Cleared by answers not all a person's: no proof, but the ranking's "suspect" no longer describes it.
+    return SET_ASIDE if group == 2 else None
 
 
 def settled(analysis: Analysis) -> Analysis:
@@ -496,7 +515,8 @@ def settled(analysis: Analysis) -> Analysis:
         elif grp == 2 and a is not None:
             note = f"answered wrong by {a.by}: a wrong value it was given, from the root the answers leave"
         elif grp == 2:
-            note = "cleared by the answers: the root they leave lies elsewhere"
+            # Not asked: the answers place the root elsewhere, which says nothing of its own output (nu26 F8).
+            note = "not asked; the answers leave the root elsewhere (its own output may still be wrong)"
         elif a is not None:
             note = f"answered wrong by {a.by}"
         else:
@@ -560,6 +580,7 @@ __all__ = [
     "NOT_A_ROOT",
     "NO_EVIDENCE",
     "PROVED",
+    "SET_ASIDE",
     "SINGLED_OUT",
     "Guided",
     "Oracle",
@@ -568,6 +589,7 @@ __all__ = [
     "person_proof",
     "proof",
     "proof_count",
+    "root_standing",
     "post_dominated",
     "priors",
     "settled",

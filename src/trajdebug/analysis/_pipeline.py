@@ -19,7 +19,7 @@ from typing import Any
 from trajdebug.analysis._content import text_memo
 from trajdebug.analysis._detect import Detector, Failure, FailureGroup, group_failures
 from trajdebug.analysis._guided import Guided
-from trajdebug.analysis._guided_result import answer_standing
+from trajdebug.analysis._guided_result import answer_standing, root_standing
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._sql import schema_from_db
 from trajdebug.analysis._stages import (
@@ -189,7 +189,8 @@ class Analysis:
             # The ranking's own verdict and its best candidate's confidence, whatever answers proved (since round 50).
             "ranker_verdict": self.ranking_verdict,
             "ranker_confidence": self.ranker_confidence,
-            "guided": None if self.guided is None else self.guided.to_dict(),
+            # The root's standing as the text words it (proved, singled out), beside the search's ``certain``.
+            "guided": None if self.guided is None else {**self.guided.to_dict(), **root_standing(self)},
         }
 
 

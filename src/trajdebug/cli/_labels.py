@@ -76,14 +76,14 @@ def eval_cmd(source: str | None, model: str, as_json: bool, refs: tuple[str, ...
     path = store_path(source)
     learned = None if model == "none" else model
     ev = evaluate(path, learned, refs)
+    # A learned model is measured beside the hand ranking: the hand ranking's line first, to compare with.
+    hand = ev if learned is None or not ev.results else evaluate(path, None, refs)
     if as_json:
-        emit_json(ev.to_dict())
+        emit_json(ev.to_dict(hand))
         return
     if not ev.results:
         click.echo(visible(f"{path}: no labelled run (label some with `trajdebug label`)"))
         return
-    # A learned model is measured beside the hand ranking: the hand ranking's line first, to compare with.
-    hand = ev if learned is None else evaluate(path, None, refs)
     for how, e in [("hand ranking", hand)] + ([] if learned is None else [(f"model {learned}", ev)]):
         click.echo(f"{len(e.results)} labelled runs, {how}: top-1 {_pct(e.top(1))}, top-3 {_pct(e.top(3))}")
     if ev.calibration_error() is not None:
@@ -94,11 +94,12 @@ def eval_cmd(source: str | None, model: str, as_json: bool, refs: tuple[str, ...
             "learned them, not how it ranks runs it never saw"
         )
     ranks = {r.run_id: r.rank for r in hand.results}
+    # Each rank named by its ranking (nu26 F12: "rank 11, model 9" did not say "rank" was the hand ranking's).
     for r in ev.results[:RANKS_SHOWN]:
         by_model = "" if learned is None else f", model {r.rank or '-'}"
         # (Ids and step names come from the data: control characters in them are shown as escapes.)
         root = visible(r.step_name or r.step_id)
-        click.echo(f"  run {visible(r.run_id[:12])}  root {root}  rank {ranks.get(r.run_id) or '-'}{by_model}")
+        click.echo(f"  run {visible(r.run_id[:12])}  root {root}  hand ranking {ranks.get(r.run_id) or '-'}{by_model}")
     if len(ev.results) > RANKS_SHOWN:
         click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
 

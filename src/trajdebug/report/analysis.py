@@ -79,9 +79,15 @@ SETTLE_SAME = (
 """`SETTLE` when a passing run of the same input was among the references: advising one again confused a user."""
 
 
-STANDING_TAGS = {"proved": "proved root", "singled out": "singled out by the answers, not a person's: no proof"}
+STANDING_TAGS = {
+    "proved": "proved root",
+    "singled out": "singled out by the answers, not a person's: no proof",
+    "set aside": "set aside by the answers, not a person's: no proof",
+}
 """A candidate's tag when the answers placed it (`trajdebug.analysis.answer_standing`), in place of the ranking's
-"suspect" and confidence; the other standings ("ruled out", "wrong, not the root") read as they are."""
+"suspect" and confidence; the other standings ("ruled out", "wrong, not the root") read as they are.  "Set aside"
+is not the root by answers not all a person's, a step they answered wrong included (`SET_ASIDE`): its own line
+says how it was answered."""
 
 
 def verdict_note(a: Analysis) -> str | None:
@@ -176,6 +182,9 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         if ruled is not None:
             # The answers placed it: the ranking's tag and confidence no longer describe it (the JSON keeps them).
             tag = STANDING_TAGS.get(ruled, ruled)
+            if ruled == "set aside" and conf is not None:
+                # No proof set it aside, so what the ranking thought of it still counts, named as the ranking's.
+                tag += f" (the ranking's confidence {conf:.0%})"
         elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.

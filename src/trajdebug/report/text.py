@@ -8,6 +8,7 @@ so it can inject neither markup nor terminal control sequences.
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -201,8 +202,12 @@ def render_run(
         depth, s = item
         shown.append(s)
         batch.append(_step_line(s, depth, cut, step_usage(s, prices) if s.kind == "llm" or s.attributes else None))
+        pad = "  " + "  " * depth + " " * 9
+        if s.parent_id is not None and s.attributes.get("agents.span_type") == "task":
+            # Under the step, wrapped at words: on the step's own line the terminal cut it mid-word (nu26 F12).
+            width = max(console.width - len(pad), 30)
+            batch.extend(Text(pad + piece, style="dim") for piece in textwrap.wrap(f"({NESTED_RUN})", width))
         if show_deps and s.deps:
-            pad = "  " + "  " * depth + " " * 9
             for d in s.deps:
                 batch.append(Text(pad + "← " + describe_dep(d, steps), style="dim"))
         if len(batch) >= 200:
@@ -268,8 +273,6 @@ def _step_line(s: Step, depth: int, cut: frozenset[str], u: Any) -> Any:
     line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
     if u is not None:
         line.append(f"  {usage_text(u)}", style="cyan")
-    if s.parent_id is not None and s.attributes.get("agents.span_type") == "task":
-        line.append(f"  ({NESTED_RUN})", style="dim")
     if s.status == "error" and s.attributes.get("interrupted"):
         line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
     elif s.status == "error":

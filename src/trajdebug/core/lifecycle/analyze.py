@@ -11,13 +11,14 @@ dependency graph show:
 1. **Links.**  Each error gets at most one parent error, found in this order:
    the recorded cause (``cause``); the previous attempt's error when the error
    is in a retry attempt (``retry``); the latest earlier unhandled error inside
-   its step (the step itself or its sub-steps, e.g. a sub-agent that joined
-   from another process: ``nested``); else the latest earlier error whose *effect* reaches its step
-   along data or state edges (``data``), so that a retry which "succeeded"
-   with bad data stays in the lineage of the step that later fails.  An
-   error's effect is its propagation path plus the steps whose value replaced
-   it (the successful attempt, the fallback).  Parents are always earlier
-   errors, so the links form a forest.
+   its step (itself or its sub-steps, e.g. a sub-agent in another process:
+   ``nested``); else the latest earlier error whose *effect* reaches its step
+   along data or state edges (``data``).  The effect is its path, a fallback
+   that stood in for it, and the steps its message was handed to (a model
+   told the error), never a later attempt that answered the operation: that
+   answer is the operation's (nu26 F2), and an attempt that raised with no
+   output handed its enclosing step nothing (`_answered`).  Parents are
+   always earlier errors, so the links form a forest.
 2. **Final stages** for errors the runtime left open: ``recovered`` when a
    later attempt of its step succeeded (payload errors, imported runs);
    ``failed`` when the run failed and its step's output reached the failure
@@ -39,14 +40,22 @@ over a topological order carrying a bitset of error indexes per step
 
 from __future__ import annotations
 
-import json
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
 
-from trajdebug.core.graph import DependencyGraph, final_step
+from trajdebug.core.graph import CHILD_KEY, DependencyGraph, final_step
 from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
-from trajdebug.core.lifecycle.report import ErrorChain, ErrorLifecycle, ErrorReport
+from trajdebug.core.lifecycle.report import (
+    CAUGHT,
+    ErrorChain,
+    ErrorLifecycle,
+    ErrorReport,
+    caught_unrecorded,
+    handed_to,
+    said_caught,
+)
 from trajdebug.core.lifecycle.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
 from trajdebug.core.model import ErrorEvent, Run, Stage, StageChange, Step
 
@@ -78,6 +87,12 @@ class _Err:
     children: list[_Err] = field(default_factory=list)
     stage: Stage = "occurred"
     added: list[StageChange] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    """Later attempts among ``ended`` that answered the operation themselves: their value is not the error's."""
+    mute: list[str] = field(default_factory=list)
+    """When a later attempt answered it, the steps of ``path`` whose implicit edge into their enclosing step
+    does not carry it (`_mute`); and ``handed``, the later steps its message was handed to (`_answered`)."""
+    handed: list[str] = field(default_factory=list)
     silent: bool = False
     blast: list[str] = field(default_factory=list)
     state_keys: list[str] = field(default_factory=list)
@@ -88,6 +103,12 @@ class _Err:
     @property
     def open(self) -> bool:
         return self.stage not in TERMINAL
+
+    @property
+    def effect(self) -> list[str]:
+        """Where its effect begins: the steps it left, a fallback's value and the steps told its message, not a
+        later attempt's own answer."""
+        return [*self.path, *(sid for sid in self.ended if sid not in self.answered), *self.handed]
 
     def end(self, stage: Stage, step_id: str | None, time_ns: int, reason: str) -> None:
         self.stage = advance(self.stage, stage)
@@ -112,6 +133,7 @@ def _prepare(run: Run, steps: dict[str, Step]) -> list[_Err]:
         folded = fold(ev.step_id, ev.stages, steps)
         w = _Err(ev, t, list(folded.path), folded.stage, list(folded.ended), index=i)
         w.stage = folded.stage
+        w.answered = [sid for sid in w.ended if _retries(steps, sid, w.path)]
         work.append(w)
     work.sort(key=lambda w: (w.time, w.index))
     for i, w in enumerate(work):
@@ -127,6 +149,30 @@ def _ancestors(steps: dict[str, Step], step_id: str) -> Iterator[str]:
         seen.add(cur.parent_id)
         yield cur.parent_id
         cur = steps.get(cur.parent_id)
+
+
+def _retries(steps: dict[str, Step], sid: str, path: Sequence[str]) -> bool:
+    """Whether step ``sid`` is a later attempt of one of the steps ``path`` names or of a step enclosing them."""
+    scope = {*path, *(a for p in path for a in _ancestors(steps, p))}
+    cur, hops = steps.get(sid), 0
+    while cur is not None and cur.retry_of is not None and hops < 10_000:
+        if cur.retry_of in scope:
+            return True
+        cur, hops = steps.get(cur.retry_of), hops + 1
+    return False
+
+
+def _answered(work: Sequence[_Err], steps: dict[str, Step], seen: tuple[list[Step], dict[str, str]]) -> None:
+    """For an error a later attempt answered: its steps that raised and recorded no output (``mute``: only
+    they handed their enclosing step nothing; a payload error reported with ``Step.error`` beside an output
+    did not, rev53b M2), and the steps its message was handed to (``handed``: a hand-written retry loop that
+    puts the error text into a model's messages makes the model's answer the error's, rev53b M1), bar the
+    answering attempts and their sub-steps, whose answer is the operation's, told the error or not."""
+    for w in (w for w in work if w.answered and w.ev.step_id in steps):
+        reported = bool(w.ev.attributes.get("reported"))  # `Step.error`: the step went on, it did not raise
+        w.mute = [s for s in w.path if steps[s].output is None and not (reported and s == w.ev.step_id)]
+        own, handed = set(w.answered), handed_to(w.ev.message, steps[w.ev.step_id], *seen)
+        w.handed = [sid for sid in handed if own.isdisjoint((sid, *_ancestors(steps, sid)))]
 
 
 def _retried_by(run: Run, steps: dict[str, Step]) -> dict[str, list[Step]]:
@@ -164,6 +210,7 @@ def _recover_by_retry(
                     f"attempt {t.attempt} ({t.name}#{t.step_id[-6:]}) succeeded",
                 )
                 w.ended.append(t.step_id)
+                w.answered.append(t.step_id)
                 break
             stack.extend(retried_by.get(t.step_id, ()))
 
@@ -171,23 +218,37 @@ def _recover_by_retry(
 # -- 1. links ------------------------------------------------------------------------
 
 
-def _reach(graph: DependencyGraph, seeds: dict[str, int], kinds: frozenset[str] | None) -> dict[str, int]:
-    """For each step, the bitset of errors whose seed steps reach it (seeds included)."""
+def _reach(
+    graph: DependencyGraph, seeds: dict[str, int], kinds: frozenset[str] | None, mute: dict[str, int]
+) -> dict[str, int]:
+    """For each step, the bitset of errors whose seed steps reach it (seeds included); the errors of ``mute``
+    do not cross the implicit edge from a step it names into the enclosing step (`_mute`)."""
     reach: dict[str, int] = {}
     for sid in graph.topological_order():
         r = seeds.get(sid, 0)
         for d in graph.parents(sid):
             if kinds is None or d.kind in kinds:
-                r |= reach.get(d.step_id, 0)
+                r |= reach.get(d.step_id, 0) & ~(mute.get(d.step_id, 0) if d.key == CHILD_KEY else 0)
         if r:
             reach[sid] = r
     return reach
 
 
+def _mute(work: Sequence[_Err]) -> dict[str, int]:
+    """Each error's ``mute`` steps with its bit: a failed attempt that raised and returned nothing leaves its
+    enclosing step's output to the answer, not the error (only what the attempt wrote on its way, state or a
+    step it fed, is the error's); one that recorded an output may have handed it on (`_answered`)."""
+    out: dict[str, int] = {}
+    for w in work:
+        for sid in w.mute:
+            out[sid] = out.get(sid, 0) | (1 << w.index)
+    return out
+
+
 def _effects(work: Sequence[_Err]) -> dict[str, int]:
     seeds: dict[str, int] = {}
     for w in work:
-        for sid in {*w.path, *w.ended}:
+        for sid in w.effect:
             seeds[sid] = seeds.get(sid, 0) | (1 << w.index)
     return seeds
 
@@ -204,7 +265,7 @@ def _link(work: list[_Err], graph: DependencyGraph, steps: dict[str, Step]) -> N
             under.setdefault(a, []).append(w)
     inside = {a: sum(1 << c.index for c in errs) for a, errs in under.items()}
     seeds = _effects(work)
-    upstream = _reach(graph, seeds, _DATA_KINDS)
+    upstream = _reach(graph, seeds, _DATA_KINDS, _mute(work))
 
     def attach(w: _Err, parent: _Err, kind: LinkKind) -> None:
         w.parent, w.link = parent, kind
@@ -277,11 +338,8 @@ def _previous_attempt_error(
 
 
 def _failure_steps(run: Run, work: Sequence[_Err], steps: dict[str, Step]) -> list[str]:
-    """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step.
-
-    A run failed by ``run.fail(...)`` (a wrong answer, a failed check) failed
-    at its final output (`trajdebug.core.graph.final_step`).
-    """
+    """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step
+    (a run failed by ``run.fail(...)``, a wrong answer or a failed check, failed at its final output)."""
     if run.outcome != "failure":
         return []
     escaped = [w.ev.step_id for w in work if w.runtime_stage == "failed" and w.ev.step_id in steps]
@@ -317,14 +375,18 @@ def _decide_failures(run: Run, work: Sequence[_Err], graph: DependencyGraph, fai
 # -- 3, 4. silent propagation and influence --------------------------------------------
 
 
-def _forward(graph: DependencyGraph, seeds: Sequence[str], limit: int) -> tuple[list[str], bool]:
-    """Steps downstream of ``seeds`` in breadth-first order (nearest first), at most ``limit``."""
+def _forward(
+    graph: DependencyGraph, seeds: Sequence[str], limit: int, mute: frozenset[str]
+) -> tuple[list[str], bool]:
+    """Steps downstream of ``seeds`` in breadth-first order (nearest first), at most ``limit``, not along the
+    implicit edge from a step of ``mute`` into its enclosing step."""
     seen = set(seeds)
     out: list[str] = []
     queue = deque(seeds)
     while queue:
-        for c, _ in graph.children(queue.popleft()):
-            if c not in seen:
+        sid = queue.popleft()
+        for c, d in graph.children(sid):
+            if c not in seen and not (sid in mute and d.key == CHILD_KEY):
                 if len(out) >= limit:
                     return out, True
                 seen.add(c)
@@ -339,12 +401,12 @@ def _influence(run: Run, work: Sequence[_Err], graph: DependencyGraph, steps: di
     touched_bits = 0
     if writers:
         # Exact even when a blast radius is cut: one bitset pass over the graph.
-        down = _reach(graph, _effects(work), None)
+        down = _reach(graph, _effects(work), None, _mute(work))
         for s in writers:
             touched_bits |= down.get(s.step_id, 0)
     for w in work:
-        seeds = list(dict.fromkeys([*w.path, *w.ended]))
-        near, w.truncated = _forward(graph, seeds, MAX_BLAST)
+        seeds = list(dict.fromkeys(w.effect))
+        near, w.truncated = _forward(graph, seeds, MAX_BLAST, frozenset(w.mute))
         reach = [sid for sid in dict.fromkeys([*seeds, *near]) if sid != w.ev.step_id]
         reach.sort(key=lambda sid: pos.get(sid, 0))
         w.blast = reach
@@ -405,16 +467,10 @@ def _summary(cid: str, p: Sequence[_Err], hits: Sequence[RuleHit], steps: dict[s
 
 def _retry_reason(w: _Err, steps: dict[str, Step], retried_by: dict[str, list[Step]]) -> str | None:
     """Why the operation that failed with ``w`` was retried (the attempt after it), or why its own attempt was."""
-    for sid in w.path:
-        for t in retried_by.get(sid, ()):
-            r = t.attributes.get("retry_reason")
-            if r:
-                return str(r)
-    for sid in w.path:
-        r = steps[sid].attributes.get("retry_reason")
-        if r:
-            return str(r)
-    return None
+    after = (t.attributes.get("retry_reason") for sid in w.path for t in retried_by.get(sid, ()))
+    own = (steps[sid].attributes.get("retry_reason") for sid in w.path)
+    r = next((r for r in chain(after, own) if r), None)
+    return str(r) if r else None
 
 
 def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorReport:
@@ -438,6 +494,8 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     work = _prepare(run, steps)
     retried_by = _retried_by(run, steps)
     _recover_by_retry(work, retried_by, steps)
+    seen = (sorted(run.steps, key=lambda t: t.start_ns), dict[str, str]())  # one order and one text per step
+    _answered(work, steps, seen)
     _link(work, graph, steps)
     failure = _failure_steps(run, work, steps)
     _decide_failures(run, work, graph, failure)
@@ -447,60 +505,8 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     chains, origin_of, failed_below = _chains(work, facts, steps)
     errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
     by_id = {e.error_id: e for e in errors}
-    seen = (sorted(run.steps, key=lambda t: t.start_ns), dict[str, str]())  # one order and one text per step
-    chains = [_caught(c, by_id, run, steps, seen) for c in chains]
+    chains = [said_caught(c, by_id, run, steps, seen) for c in chains]
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
-
-
-CAUGHT = "caught where no step records it, and the run went on"  # an exception that nothing recorded took up
-
-
-def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
-    """Whether an exception left its step and was caught by code no step records (an ``except`` in the run's
-    body that set a default): it never propagated, recovered, was ignored or failed, in a run that ended.  The
-    recorder cannot see what replaced it, and a later failure may come from that default."""
-    return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
-
-
-def _caught(c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], run: Run, steps: Mapping[str, Step],
-            seen: tuple[list[Step], dict[str, str]]) -> ErrorChain:
-    """The chain's summary saying where its last error was caught when it left its step in a run that ended:
-    in a recorded enclosing step that ended without error (named); where no step records it, unless a later
-    step's input holds its message (a recorded step took it up: nothing said)."""
-    last = by_id.get(c.error_ids[-1]) if c.error_ids else None
-    raised = steps.get(last.step_id) if last is not None and caught_unrecorded(last, run.outcome) else None
-    where = _enclosing_ok(raised, steps) if raised is not None else None
-    if last is None or raised is None or (where is None and _handed_on(last.message, raised, *seen)):
-        return c
-    said = CAUGHT if where is None else f"caught in {where.name}#{where.step_id[-6:]}, which went on"
-    head, stage, rules = c.summary.rpartition(" → occurred")  # the last one is the stage (`_summary`)
-    return replace(c, summary=f"{head}{stage}, {said}{rules}")
-
-
-def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
-    """The nearest recorded step enclosing ``s`` that ended without error (its body caught the exception)."""
-    p = steps.get(s.parent_id or "")
-    for _ in range(64):  # parent ids from an imported source may loop (a parent done before it raised: no catcher)
-        if p is None or (p.status != "error" and p.error is None and (p.end_ns or 0) >= (s.end_ns or s.start_ns)):
-            return p
-        p = steps.get(p.parent_id or "")
-    return None
-
-
-def _handed_on(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> bool:
-    """Whether the error's message is in the input of a step that started after ``raised`` ended, up to the
-    first model call (told the tool failed, a model keeps it in every later turn, so reading further finds
-    nothing new and costs the run's whole history per error); inputs are serialized once per run (``texts``)."""
-    text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
-    after = raised.end_ns if raised.end_ns is not None else raised.start_ns
-    for t in (t for t in later if t.start_ns >= after and t.step_id != raised.step_id) if len(text) >= 4 else ():
-        if t.step_id not in texts:
-            texts[t.step_id] = json.dumps(t.input, ensure_ascii=False, default=str)
-        if text in texts[t.step_id]:
-            return True
-        if t.kind == "llm":
-            break
-    return False
 
 
 def _chains(
@@ -589,12 +595,6 @@ def _lifecycle(
 
 
 __all__ = [
-    "ANALYSIS_PREFIX",
-    "MAX_BLAST",
-    "TERMINAL",
-    "ErrorChain",
-    "ErrorLifecycle",
-    "ErrorReport",
-    "analyze_errors",
-    "caught_unrecorded",
+    "ANALYSIS_PREFIX", "CAUGHT", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle",
+    "ErrorReport", "analyze_errors", "caught_unrecorded",
 ]

@@ -70,7 +70,8 @@ class Folded:
     path: tuple[str, ...]
     """The steps the exception left, its origin first (steps not in the run left out)."""
     ended: tuple[str, ...]
-    """The steps whose value replaced it: where it was ``recovered`` or ``ignored``."""
+    """The steps where it was ``recovered`` or ``ignored``: a fallback whose value stood in for it, or a later
+    attempt that answered (whose value the lifecycle analysis does not count as the error's)."""
 
 
 def fold(origin: str, changes: Iterable[StageChange], steps: Collection[str]) -> Folded:

@@ -2,16 +2,20 @@
 
 Produced by `trajdebug.core.lifecycle.analyze_errors`; rendered by
 `trajdebug.report.errors` and logged by `trajdebug.record.errorlog`.  Plain
-frozen dataclasses; ``to_dict`` gives their JSON form.
+frozen dataclasses; ``to_dict`` gives their JSON form.  Also how a chain's
+summary says where its last error was caught (`said_caught`), the wording
+the renderers look for (`CAUGHT`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trajdebug.core.lifecycle.severity import LinkKind, RuleHit
-from trajdebug.core.model import Outcome, Severity, Stage, StageChange
+from trajdebug.core.model import Outcome, Run, Severity, Stage, StageChange, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +46,10 @@ class ErrorLifecycle:
     """Left open in a failed run while its step's output was consumed downstream."""
     blast_radius: tuple[str, ...]
     """Steps downstream of its effect steps in the dependency graph (its own step excluded), in run
-    order: for a recovered or ignored error, the consumers of the value that replaced it count too."""
+    order.  Its effect steps: its path, a fallback that stood in for it and, when a later attempt answered
+    it, the steps its message was handed to (`handed_to`), never the answering attempt.  When a later
+    attempt answered, the walk does not cross from a step of its path that raised and recorded no output
+    into the step enclosing it (docs/errors.md, "An error's effect")."""
     blast_truncated: bool
     """Whether the blast radius was cut at `trajdebug.core.lifecycle.MAX_BLAST` steps (the nearest are kept)."""
     touched_state: bool
@@ -187,4 +194,73 @@ class ErrorReport:
         }
 
 
-__all__ = ["ErrorChain", "ErrorLifecycle", "ErrorReport"]
+CAUGHT = "caught where no step records it, and the run went on"  # an exception that nothing recorded took up
+
+
+def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
+    """Whether an exception left its step and was caught by code no step records (an ``except`` in the run's
+    body that set a default): it never propagated, recovered, was ignored or failed, in a run that ended.  The
+    recorder cannot see what replaced it, and a later failure may come from that default."""
+    return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
+
+
+def said_caught(
+    c: ErrorChain,
+    by_id: Mapping[str, ErrorLifecycle],
+    run: Run,
+    steps: Mapping[str, Step],
+    seen: tuple[list[Step], dict[str, str]],
+) -> ErrorChain:
+    """The chain's summary saying where its last error was caught when it left its step in a run that ended:
+    in a recorded enclosing step that ended without error (named); where no step records it, unless a later
+    step's input holds its message (a recorded step took it up: nothing said)."""
+    last = by_id.get(c.error_ids[-1]) if c.error_ids else None
+    raised = steps.get(last.step_id) if last is not None and caught_unrecorded(last, run.outcome) else None
+    where = _enclosing_ok(raised, steps) if raised is not None else None
+    if last is None or raised is None or (where is None and _handed_on(last.message, raised, *seen)):
+        return c
+    said = CAUGHT if where is None else f"caught in {where.name}#{where.step_id[-6:]}, which went on"
+    head, stage, rules = c.summary.rpartition(" → occurred")  # the last one is the stage (`_summary`)
+    return replace(c, summary=f"{head}{stage}, {said}{rules}")
+
+
+def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
+    """The nearest recorded step enclosing ``s`` that ended without error (its body caught the exception)."""
+    p = steps.get(s.parent_id or "")
+    for _ in range(64):  # parent ids from an imported source may loop (a parent done before it raised: no catcher)
+        if p is None or (p.status != "error" and p.error is None and (p.end_ns or 0) >= (s.end_ns or s.start_ns)):
+            return p
+        p = steps.get(p.parent_id or "")
+    return None
+
+
+def _handed_on(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> bool:
+    """Whether a recorded step took up the error's message (`handed_to` names one)."""
+    return next(handed_to(message, raised, later, texts), None) is not None
+
+
+def handed_to(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> Iterator[str]:
+    """The steps whose input holds the error's message, among those that started after ``raised`` ended, up
+    to the first model call (told the tool failed, a model keeps it in every later turn, so reading further
+    finds nothing new and costs the run's whole history per error); ``later`` is the run's steps by start,
+    and inputs are serialized once per run (``texts``).  Lazy: a caller that needs one reads one."""
+    text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
+    after = raised.end_ns if raised.end_ns is not None else raised.start_ns
+    for t in (t for t in later if t.start_ns >= after and t.step_id != raised.step_id) if len(text) >= 4 else ():
+        if t.step_id not in texts:
+            texts[t.step_id] = json.dumps(t.input, ensure_ascii=False, default=str)
+        if text in texts[t.step_id]:
+            yield t.step_id
+        if t.kind == "llm":
+            break
+
+
+__all__ = [
+    "CAUGHT",
+    "ErrorChain",
+    "ErrorLifecycle",
+    "ErrorReport",
+    "caught_unrecorded",
+    "handed_to",
+    "said_caught",
+]

@@ -4,8 +4,10 @@ An error chain is a path in the error forest, from an origin error (no parent)
 to a last one, linked by cause (``raise ... from``, raised while handling),
 retry (a later attempt of the same operation failed too), nesting (a sub-agent
 or child step's unhandled error followed by an error in the enclosing step)
-or data (the replacement value of a recovered or ignored error, or the output
-of an open one, flowed into the step of a later error).  The lifecycle
+or data (a value of a recovered or ignored error's step, of the fallback that
+stood in for it or of a step told its message, or the output of an open one,
+flowed into the step of a later error; a later attempt's own answer is not the
+error's value).  The lifecycle
 analysis (`trajdebug.core.lifecycle.analyze`) builds the forest; this module
 judges it.
 
@@ -68,7 +70,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "degraded-value-flowed",
         1,
-        "a recovered or ignored error's replacement value fed a later error's step",
+        "a recovered or ignored error's effect (its step, the fallback that stood in for it, a step told its "
+        "message) fed a later error's step",
     ),
     Rule(
         "silently-propagated", 1, "an error of the chain was left open while its step's output was consumed"
@@ -162,7 +165,10 @@ def score_chain(members: Sequence[ErrorFacts], links: Sequence[LinkKind]) -> lis
     i = _first_link(links, lambda n, kind: kind == "data" and members[n].stage in ("recovered", "ignored"))
     if i is not None:
         m = members[i]
-        detail = f"{m.error_id} was {m.stage}, yet its step's replacement value fed {members[i + 1].error_id}"
+        detail = (
+            f"{m.error_id} was {m.stage}, yet a value of its step, its stand-in or a step told its message fed "
+            f"{members[i + 1].error_id}"
+        )
         hits.append(_hit("degraded-value-flowed", detail))
     silent = [m.error_id for m in members if m.silently_propagated]
     if silent:

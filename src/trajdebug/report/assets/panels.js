@@ -45,7 +45,7 @@ const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind"
 
 // A candidate the answers placed (analysis `standing`): its tag in place of the ranking's and of its confidence,
 // as `trajdebug analyze` prints it (nu25 F10: a proved root read "structural root, confidence 1%").
-const STANDING_TAGS = { "proved": "proved root", "singled out": "singled out by the answers, not a person's: no proof" };
+const STANDING_TAGS = { "proved": "proved root", "singled out": "singled out by the answers, not a person's: no proof", "set aside": "set aside by the answers, not a person's: no proof" };
 
 function verdictOf(stepId) {
   const V = D.verification;
@@ -97,8 +97,11 @@ function buildCauses(host) {
         : el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
       // The learned model's calibrated confidence, a probability: a percentage as the CLI prints it
       // ("confidence 81%"), not the raw float; a hand ranking has none (null) and shows nothing, and the answers
-      // that placed a candidate replace it.
-      typeof c.confidence === "number" && !c.standing ? el("span", { class: "c-conf", title: "calibrated confidence" }, "confidence " + Math.round(c.confidence * 100) + "%") : null,
+      // that placed a candidate replace it, except a step answers no person's alone set aside: no proof moved it, so
+      // the ranking's confidence is shown, named as the ranking's (as the terminal does).
+      typeof c.confidence === "number" && (!c.standing || c.standing === "set aside")
+        ? el("span", { class: "c-conf", title: "calibrated confidence" }, (c.standing ? "the ranking's confidence " : "confidence ") + Math.round(c.confidence * 100) + "%")
+        : null,
       byShare
         ? el("span", { class: "score", title: "the learned model's share of the blame: the list's order" }, "share " + c.share.toFixed(3))
         : el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
