@@ -632,6 +632,16 @@ class TestLLMOutputs:
         [e] = [e for e in _from(_verdict(asked("Vessel: Osprey"), "g"), "llm-output") if not e.sound]
         assert e.reason == "states 'Vessel: Osprey', found in none of its inputs"
 
+    def test_a_number_under_a_label_is_given_only_when_written_whole(self) -> None:
+        """A number under a label of the writer's own ("Total: 100", "Id: 100") is given only when the input
+        writes that number whole: an input's "1000" or "10045" does not hold 100 (rev53a L2)."""
+        from trajdebug.analysis.diagnosers._conflicts import present
+
+        hay = "user: berth for vessel kestrel ii; order ref 10045; price 1000 eur"
+        assert present("Vessel: Kestrel", hay, set())
+        assert not present("Total: 100", hay, set()) and not present("Id: 100", hay, set())
+        assert present("Total: 1000", hay, set())
+
     def test_the_steps_of_a_plan_in_plain_words_are_no_claim(self) -> None:
         """A model that saves a plan of plain lowercase phrases ("sand hull", "check rudder") its inputs never
         write names steps of its own, it claims nothing; a dock code it made up in the same call still is."""

@@ -1397,6 +1397,20 @@ def test_a_strength_always_written_in_one_unit_keeps_its_range() -> None:
     assert found == ["strength=5000 is about 100x outside what passing runs had (5 to 50)"]
 
 
+def test_a_unit_written_in_the_singular_and_the_plural_is_one_unit() -> None:
+    """Passing runs wrote a lead time as 1 day, 3 days, 5 days and 2 days: one unit, singular or plural, so
+    300 days is still a hundred times their range (rev53a M1)."""
+    found = _strength_findings([["1 day"], ["3 days"], ["5 days"], ["2 days"]], "300 days")
+    assert found == ["strength=300 is about 100x outside what passing runs had (1 to 5)"]
+
+
+def test_a_unit_written_with_a_synonym_is_one_unit() -> None:
+    """Passing runs wrote a rate as 12%, 15 %, 9% and 20 percent: ``percent`` is ``%``, so 900% is still a
+    hundred times their range (rev53a M1)."""
+    found = _strength_findings([["12%"], ["15 %"], ["9%"], ["20 percent"]], "900%")
+    assert found == ["strength=900 is about 100x outside what passing runs had (9 to 20)"]
+
+
 def test_each_quantity_of_a_text_is_compared_with_the_passing_values_in_its_unit() -> None:
     """A text stating two quantities, each in its unit word (a count of probes and a level in mm), has each
     compared with the passing values in that unit: a level ten times too low is out of the levels' range,

@@ -53,7 +53,9 @@ def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | 
         # as a record's line): the label says what the value is, and the value is the input's.
         label, sep, rest = v.partition(": ")
         rest = rest.strip().strip(_STOPS)
-        if sep and label.replace(" ", "").isalpha() and len(label.split()) <= 2 and len(rest) >= 3 and rest in haystack:
+        # A value without letters must be written whole: "Total: 100" is no part of an input's "1000".
+        given = rest in haystack if any(c.isalpha() for c in rest) else _whole(rest, haystack)
+        if sep and label.replace(" ", "").isalpha() and len(label.split()) <= 2 and len(rest) >= 3 and given:
             return True
         words = [w.strip(_STOPS) for w in v.split()]
         words = [w for w in words if w]

@@ -2,8 +2,8 @@
 
 Split from `trajdebug.analysis.reference._invariants` (which learns and checks the other likely invariants).
 A number is compared only with passing numbers written in its unit word (``500 mg`` with the field's other
-``mg`` values, never with its ``50 micrograms``): a text after the number that differs says the two are not
-comparable, and a unit the field's passing values changed between says its scale follows the writer's choice
+``mg`` values, never with its ``50 micrograms``; ``1 day`` and ``3 days``, ``9%`` and ``20 percent`` are one unit
+as `Lexicon.unit` spells them): a unit after the number that differs says the two are not comparable, and a unit the field's passing values changed between says its scale follows the writer's choice
 of unit (`like_units`).
 """
 
