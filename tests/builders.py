@@ -104,3 +104,57 @@ def quote_runs(*, fixed_reads_usage: bool = True, task: str | None = "quote C-10
 
     good = run("good", 0.305, fixed_reads_usage, "success", task)
     return good, run("bad", 0.11, False, "failure", "quote C-105")
+
+
+def recorded_boiler_run(path: Any, *, invent: bool = False) -> Run:
+    """Record (with trajdebug's own recorder) one failing run of a boiler-service quote that keeps its data in
+    ``run.state``: an inspection tool stores each boiler's reading, a parse step handed only the boiler's id
+    reads that reading from the state and stores it under its own field names, an estimate reads that, and
+    the quote reads every estimate (whole hours: small numbers the lineage traces only by their name) and prices
+    the hours at a rate of its own.  ``invent``: the parse step
+    stores a flue temperature for B2 that no reading holds (a value it made up)."""
+    import trajdebug
+    from trajdebug.sources.load import load_runs
+
+    readings = {
+        "B1": {"boiler": "B1", "pressure": 1.8, "flue_temp": 142.5, "make": "Ferroli"},
+        "B2": {"boiler": "B2", "pressure": 2.6, "flue_temp": 171.5, "make": "Baxi"},
+    }
+
+    @trajdebug.step(kind="tool")
+    def inspect_boiler(boiler_id: str) -> dict[str, Any]:
+        trajdebug.current_run().state[f"reading:{boiler_id}"] = readings[boiler_id]
+        return readings[boiler_id]
+
+    @trajdebug.step(kind="parse")
+    def normalise_reading(boiler_id: str) -> dict[str, Any]:
+        r = trajdebug.current_run().state[f"reading:{boiler_id}"]
+        flue = 187.25 if invent and boiler_id == "B2" else r["flue_temp"]
+        norm = {"boiler": r["boiler"], "pressure_bar": r["pressure"], "flue_c": flue, "make": r["make"]}
+        trajdebug.current_run().state[f"norm:{boiler_id}"] = norm
+        return norm
+
+    @trajdebug.step(kind="other")
+    def estimate_hours(boiler_id: str) -> float:
+        n = trajdebug.current_run().state[f"norm:{boiler_id}"]
+        hours = float(round(1.5 + n["pressure_bar"] * 0.75 + (n["flue_c"] - 120) / 40))  # whole hours
+        trajdebug.current_run().state[f"hours:{boiler_id}"] = hours
+        return hours
+
+    @trajdebug.step(kind="other")
+    def price_quote() -> dict[str, Any]:
+        state = trajdebug.current_run().state
+        hours = {b: state[f"hours:{b}"] for b in ("B1", "B2")}
+        quote = {"hours": hours, "labour": round(sum(hours.values()) * 61.0, 1)}
+        state["quote"] = quote
+        return quote
+
+    with trajdebug.run("boiler-quote", path=path, metadata={"task": "quote service visit V-9"}) as run:
+        for b in ("B1", "B2"):
+            inspect_boiler(b)
+            normalise_reading(b)
+            estimate_hours(b)
+        quote = price_quote()
+        run.fail(f"labour {quote['labour']} is above the visit's cap of 450.0")
+    [got] = load_runs(path)
+    return got

@@ -618,6 +618,30 @@ class TestLLMOutputs:
         )
         assert not [e for e in _from(_verdict(run, "c"), "llm-output") if not e.sound]
 
+    def test_a_given_name_under_a_label_of_the_models_own_is_no_claim(self) -> None:
+        """A model that asks a sub-agent about "Vessel: Kestrel", for a user who named the yacht Kestrel, put a
+        label of its own before a given name: no made-up value; a name under that label no input holds (a
+        boat it made up) still is one (nu26 F7)."""
+        inp = {"messages": [{"role": "user", "content": "Berth for the yacht Kestrel, 3 nights from 2027-06-12."}]}
+
+        def asked(text: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "vessel_surveyor", "arguments": {"input": text}}]}
+            return _run(Step("g", "response", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(asked("Vessel: Kestrel"), "g"), "llm-output") if not e.sound]
+        [e] = [e for e in _from(_verdict(asked("Vessel: Osprey"), "g"), "llm-output") if not e.sound]
+        assert e.reason == "states 'Vessel: Osprey', found in none of its inputs"
+
+    def test_a_number_under_a_label_is_given_only_when_written_whole(self) -> None:
+        """A number under a label of the writer's own ("Total: 100", "Id: 100") is given only when the input
+        writes that number whole: an input's "1000" or "10045" does not hold 100 (rev53a L2)."""
+        from trajdebug.analysis.diagnosers._conflicts import present
+
+        hay = "user: berth for vessel kestrel ii; order ref 10045; price 1000 eur"
+        assert present("Vessel: Kestrel", hay, set())
+        assert not present("Total: 100", hay, set()) and not present("Id: 100", hay, set())
+        assert present("Total: 1000", hay, set())
+
     def test_the_steps_of_a_plan_in_plain_words_are_no_claim(self) -> None:
         """A model that saves a plan of plain lowercase phrases ("sand hull", "check rudder") its inputs never
         write names steps of its own, it claims nothing; a dock code it made up in the same call still is."""
@@ -2505,6 +2529,52 @@ class TestStoredProjection:
         run = _recorded_survey_run(tmp_path / "r.jsonl", reason="no quote for the slate roof at 41 Orchard Way")
         [said] = self._said(run)
         assert said.startswith("it stores what it is given, but")
+
+
+class TestStateReadsAreInputs:
+    """A state writer's values against what it read from ``run.state`` as well as its arguments (nu26 F1)."""
+
+    @staticmethod
+    def _said(run: Run, name: str) -> list[Evidence]:
+        failures = detect(run)
+        return [e for s in run.steps if s.name == name for e in _from(_verdict(run, s.step_id, failures), "state-values")]
+
+    def test_a_record_read_by_its_id_and_stored_again_holds_no_made_up_value(self, tmp_path: Path) -> None:
+        """A parse step handed only a boiler's id, that stored the reading it read from ``run.state`` under its own
+        field names, wrote values from its inputs; the quote that stored the estimates it read is said to have
+        written only its own labour figure, priced at a rate it was not given, found in none of them."""
+        from tests.builders import recorded_boiler_run
+
+        run = recorded_boiler_run(tmp_path / "r.jsonl")
+        said = self._said(run, "normalise_reading")
+        assert len(said) == 2 and all(e.sound for e in said)
+        assert [e.reason for e in self._said(run, "price_quote")] == [
+            "wrote quote.labour=488.0, found in none of its inputs"
+        ]
+
+    def test_a_ledger_entry_copied_from_another_entry_of_the_ledger_it_read_is_still_found(self) -> None:
+        """A memory that read the ledger it adds to, and stored this hive's action as another hive's ('monitor')
+        where it was handed 'treat', is still said to have written a value found in none of its inputs: what
+        the key it writes held before is kept, not a source of the new entry."""
+        from tests.builders import reading_state, step
+
+        first = step("w1", "record_hive", "state", 1, {"hive": "H-901", "action": "monitor"}, "ok",
+                     attributes={"state_values": {"ledger": {"H-901": {"action": "monitor"}}}})
+        ledger = {"H-901": {"action": "monitor"}, "H-903": {"action": "monitor"}}
+        second = reading_state(step("w2", "record_hive", "state", 2, {"hive": "H-903", "action": "treat"}, "ok",
+                                    attributes={"state_values": {"ledger": ledger}}), "w1", "ledger")
+        run = Run("r", "apiary", outcome="failure", failure_reason="hive H-903 left untreated", steps=(first, second))
+        said = [e.reason for e in _from(_verdict(run, "w2", detect(run)), "state-values") if not e.sound]
+        assert said == ["wrote ledger.H-903.action='monitor', found in none of its inputs"]
+
+    def test_a_value_in_none_of_the_records_it_read_is_still_found(self, tmp_path: Path) -> None:
+        """A parse step that stored a flue temperature no reading it read from the state holds is still said to
+        have written a value found in none of its inputs, that value alone."""
+        from tests.builders import recorded_boiler_run
+
+        run = recorded_boiler_run(tmp_path / "r.jsonl", invent=True)
+        said = [e.reason for e in self._said(run, "normalise_reading") if not e.sound]
+        assert said == ["wrote norm:B2.flue_c=187.25, found in none of its inputs"]
 
 
 def _recorded_account_run(path: Path, *, stored: str = "history", reason: str | None = None) -> Run:

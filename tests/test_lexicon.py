@@ -68,7 +68,7 @@ def test_the_lexicon_counts_its_phrases() -> None:
     assert counts["stopwords"] == len(ENGLISH.stopwords)
     assert counts["yes"] == lexicon._alternatives(ENGLISH.yes.pattern) >= 10
     # The count is what the docs state (docs/architecture.md, "The language boundary").
-    assert len(counts) == 62 and sum(counts.values()) == 823
+    assert len(counts) == 64 and sum(counts.values()) == 860
 
 
 def test_alternatives_are_counted_at_any_depth_and_not_in_classes() -> None:
@@ -137,3 +137,15 @@ def test_a_plural_loses_one_ending_and_a_singular_stays_as_it_is() -> None:
     assert ENGLISH.singular("day") == "day"
     assert ENGLISH.singular("s") == "s"
     assert ENGLISH.singular("glasses") == "glasse"
+
+
+def test_a_unit_is_compared_without_its_plural_ending_and_in_one_spelling() -> None:
+    """``days`` is ``day``, ``boxes`` ``box``, ``miles`` ``mile``'s, ``percent`` ``%`` and ``$`` ``usd``; a
+    two-letter unit keeps its ``s`` (``ms`` is no ``m``), and milligrams stay apart from micrograms."""
+    u = ENGLISH.unit
+    assert u("days") == u("day") == "day"
+    assert u("Boxes") == u("box") and u("inches") == u("inch") and u("miles") == u("mile")
+    assert u("percent") == u("pct") == u("%") == "%"
+    assert u("$") == u("USD") == u("dollars")
+    assert u("ms") == "ms" != u("m") and u("celsius") == "celsius"
+    assert u("micrograms") != u("mg") and u("milligrams") == u("mg")

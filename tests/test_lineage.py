@@ -1436,3 +1436,48 @@ def test_a_view_holds_the_atoms_and_the_text_its_values_read_to() -> None:
     assert view.in_text == "\n".join(iter_text(given)).casefold()
     assert view.out_text == "\n".join(iter_text(got)).casefold()
     assert "more" in view.in_text and "n:1240.5" in view.out_keys
+
+
+def test_what_a_step_read_from_run_state_is_among_what_it_was_given(tmp_path: Any) -> None:
+    """A recorded step handed only an id, that read the record from ``run.state``, was given that record's
+    values, and a step that read the estimates it totals from the state was given them: neither introduced
+    what it copied, nor is the origin of a value it copied; the labour the quote priced at a rate of its own
+    it still introduced (nu26 F1)."""
+    from tests.builders import recorded_boiler_run
+
+    run = recorded_boiler_run(tmp_path / "r.jsonl")
+    lin = Lineage(run)
+    norm = [s for s in run.steps if s.name == "normalise_reading"]
+    assert [lin.introduced(s.step_id) for s in norm] == [[], []]
+    [quote] = [s for s in run.steps if s.name == "price_quote"]
+    assert [a.raw for a in lin.introduced(quote.step_id)] == ["488.0"]
+    # (The estimate wrote a bare 5.0, too small a number to trace: who made it is not known, but not the quote.)
+    [b2] = [a for a in lin.view(quote.step_id).outputs if a.field == "b2"]
+    assert lin.origin(b2, len(run.steps)).step_id is None
+
+
+def test_a_state_value_many_steps_read_is_read_once(monkeypatch: Any) -> None:
+    """A catalog one step stored in ``run.state`` and many steps read is viewed once, not once per reader
+    (analyze grew with readers x catalog size), and every reader is still given its values (rev53a M2)."""
+    from tests.builders import reading_state
+
+    from trajdebug.analysis.lineage import _views
+
+    catalog = [{"sku": f"SKU-{i:04d}", "price": 1000 + i} for i in range(40)]
+    load = step("load", "load", "tool", 0, {}, {"ok": True}, attributes={"state_values": {"catalog": catalog}})
+    picks = [
+        reading_state(step(f"p{i}", "pick", "llm", 10 + i, {"i": i}, {"sku": f"SKU-{i:04d}"}), "load", "catalog")
+        for i in range(20)
+    ]
+    read: list[Any] = []
+    real = _views.build_view
+
+    def counted(s: Step, *args: Any, **kw: Any) -> Any:
+        read.append(s.input)
+        return real(s, *args, **kw)
+
+    monkeypatch.setattr(_views, "build_view", counted)
+    lin = Lineage(_run(load, *picks))
+    assert sum(1 for x in read if isinstance(x, dict) and "catalog" in x) == 1
+    assert all("n:1007" in lin.view(f"p{i}").in_keys for i in range(20))
+    assert all(lin.introduced(f"p{i}") == [] for i in range(20))

@@ -1357,15 +1357,68 @@ def test_a_count_beside_a_reading_in_range_is_said_to_be_a_new_quantity_not_an_o
 
 def test_a_bare_number_in_range_does_not_vouch_for_a_reading_in_a_new_unit() -> None:
     """Passing runs wrote a bare tank count beside their reading; a reading in a unit they never wrote
-    (3560 F beside counts that are as theirs were) is still said to be out of their range: only a number
-    in a unit word vouches for the text."""
+    (3560 F beside counts that are as theirs were) is still flagged, said to be in a unit they never wrote:
+    only a number in a unit word vouches for the text, and a number in another unit is no reading out of
+    their range (the text after it differs: not comparable; nu26 F3)."""
     passing = learn(
         [_gauge_run(f"ok{k}", [f"oven {175 + 5 * k} C batch {11 + k}", f"oven {180 + k} C batch 12", "x"], "success")
          for k in range(4)]
     )
     bad = _gauge_run("h", ["oven 180 C batch 12", "oven 3560 F batch 12", "x"], "failure")
     [found] = violations(bad.steps[1], Lineage(bad).view("h1"), passing)
-    assert found.reason.startswith("(output)=3560 is about 10x outside what passing runs had")
+    assert found.reason == "(output) states 3560 f, a unit passing runs never wrote it (they wrote c)"
+
+
+def _dose_run(rid: str, strengths: list[str], outcome: str) -> Run:
+    """A pharmacy's repeat lookup answering each medicine's strength as text, unit and all, one call per item."""
+    steps = [
+        step(f"{rid}{i}", "get_repeat", "tool", i, {"item": i}, {"drug": f"D{i}", "strength": x})
+        for i, x in enumerate(strengths)
+    ]
+    return Run(rid, "repeats", outcome=outcome, steps=tuple(steps))
+
+
+def _strength_findings(passing: list[list[str]], failing: str) -> list[str]:
+    profile = learn([_dose_run(f"ok{k}", xs, "success") for k, xs in enumerate(passing)])
+    bad = _dose_run("f", [failing], "failure")
+    found = violations(bad.steps[0], Lineage(bad).view("f0"), profile)
+    return [e.reason for e in found if e.diagnoser in ("reference:magnitude", "reference:sign")]
+
+
+def test_a_strength_whose_passing_unit_varied_has_no_range() -> None:
+    """Passing runs wrote a strength in milligrams and in micrograms (20 mg, 50 micrograms, 50 mg, 5 mg): its
+    numbers' scale follows the unit the writer chose, so 500 mg is no number "10x outside" them (nu26 F3)."""
+    assert _strength_findings([["20 mg"], ["50 micrograms"], ["50 mg"], ["5 mg"]], "500 mg") == []
+
+
+def test_a_strength_always_written_in_one_unit_keeps_its_range() -> None:
+    """Where every passing strength was written in milligrams, one a hundred times their largest, in
+    milligrams too, is still out of their range."""
+    found = _strength_findings([["20 mg"], ["40 mg"], ["50 mg"], ["5 mg"]], "5000 mg")
+    assert found == ["strength=5000 is about 100x outside what passing runs had (5 to 50)"]
+
+
+def test_a_unit_written_in_the_singular_and_the_plural_is_one_unit() -> None:
+    """Passing runs wrote a lead time as 1 day, 3 days, 5 days and 2 days: one unit, singular or plural, so
+    300 days is still a hundred times their range (rev53a M1)."""
+    found = _strength_findings([["1 day"], ["3 days"], ["5 days"], ["2 days"]], "300 days")
+    assert found == ["strength=300 is about 100x outside what passing runs had (1 to 5)"]
+
+
+def test_a_unit_written_with_a_synonym_is_one_unit() -> None:
+    """Passing runs wrote a rate as 12%, 15 %, 9% and 20 percent: ``percent`` is ``%``, so 900% is still a
+    hundred times their range (rev53a M1)."""
+    found = _strength_findings([["12%"], ["15 %"], ["9%"], ["20 percent"]], "900%")
+    assert found == ["strength=900 is about 100x outside what passing runs had (9 to 20)"]
+
+
+def test_each_quantity_of_a_text_is_compared_with_the_passing_values_in_its_unit() -> None:
+    """A text stating two quantities, each in its unit word (a count of probes and a level in mm), has each
+    compared with the passing values in that unit: a level ten times too low is out of the levels' range,
+    though the probe counts beside them span down to it."""
+    passing = [[f"{p} probes, level {level} mm"] for p, level in ((2, 310), (3, 340), (2, 325), (3, 350))]
+    found = _strength_findings(passing, "2 probes, level 31 mm")
+    assert [r.split(" is about")[0] for r in found] == ["strength=31"]
 
 
 def _pantry_run(rid: str, kilos: dict[str, float], outcome: str) -> Run:

@@ -15,7 +15,9 @@ words (``tests/test_lexicon.py`` scans for them).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 
 
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -257,12 +259,32 @@ class Lexicon:
     """Endings that make a noun plural (``days`` of ``day``): a field counted in the plural, an item of it
     labelled in the singular."""
 
+    unit_synonyms: Mapping[str, str] = field(hash=False)
+    """Other spellings of a unit (``percent`` of ``%``, ``$`` of ``usd``), each to the one compared (`unit`):
+    a field's passing values that write one quantity two ways have one unit."""
+
+    es_plural_after: tuple[str, ...] = ()
+    """Endings after which a plural takes ``-es`` (``boxes``, ``inches``), not ``-s``."""
+
     def singular(self, word: str) -> str:
         """``word`` without its plural ending (``days`` -> ``day``), or as it is when it has none."""
         for s in self.plural_suffixes:
             if len(word) > len(s) and word.endswith(s):
                 return word[: -len(s)]
         return word
+
+    def unit(self, word: str) -> str:
+        """A unit word as compared (``days`` and ``day``, ``boxes`` and ``box``, ``percent`` and ``%``): lower
+        case, without its plural ending (``-es`` only after a hissing ending: ``miles`` is ``mile``), then its
+        `unit_synonyms` spelling.  A word of two letters keeps its ``s`` (``ms`` is no plural of ``m``), and so
+        does one in ``-ss`` or ``-us`` (``celsius``)."""
+        w = word.lower()
+        w = self.unit_synonyms.get(w, w)
+        if len(w) > 3 and w.endswith("es") and w[:-2].endswith(self.es_plural_after):
+            w = w[:-2]
+        elif len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us")):
+            w = w[:-1]
+        return self.unit_synonyms.get(w, w)
 
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
@@ -271,7 +293,7 @@ class Lexicon:
             v = getattr(self, f.name)
             if isinstance(v, re.Pattern):
                 out[f.name] = _alternatives(v.pattern)
-            elif isinstance(v, (frozenset, tuple)):
+            elif isinstance(v, (frozenset, tuple, Mapping)):
                 out[f.name] = len(v)
         return out
 
@@ -487,6 +509,15 @@ ENGLISH = Lexicon(
         ["agent", "agent_name", "from_agent", "to_agent", "tool_name", "function", "assignee", "owner", "to", "target"]
     ),
     plural_suffixes=("s",),
+    unit_synonyms=MappingProxyType(
+        {"percent": "%", "pct": "%", "per cent": "%", "$": "usd", "dollar": "usd", "us$": "usd", "€": "eur",
+         "euro": "eur", "£": "gbp", "hr": "hour", "h": "hour", "min": "minute", "sec": "second",
+         "microgram": "mcg", "µg": "mcg", "ug": "mcg", "milligram": "mg", "gram": "g", "kilogram": "kg",
+         "kilo": "kg", "kilometre": "km", "kilometer": "km", "metre": "m", "meter": "m", "litre": "l",
+         "liter": "l", "millilitre": "ml", "milliliter": "ml", "ounce": "oz", "foot": "ft",
+         "feet": "ft", "mile": "mi"}
+    ),
+    es_plural_after=("s", "x", "z", "ch", "sh"),
 )
 """The English the analysis reads (the only lexicon today)."""
 

@@ -49,6 +49,14 @@ def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | 
             return bool(set(date_keys(v)) & dates)
         # A few words composed from words of the input ("acme annual report") are no claim either, nor is a
         # short sentence naming a given id ("Panel W-1A."): a word's closing stop or comma is not its value.
+        # A given value under a label of the writer's own (``Vessel: Kestrel``, a request to a sub-agent written
+        # as a record's line): the label says what the value is, and the value is the input's.
+        label, sep, rest = v.partition(": ")
+        rest = rest.strip().strip(_STOPS)
+        # A value without letters must be written whole: "Total: 100" is no part of an input's "1000".
+        given = rest in haystack if any(c.isalpha() for c in rest) else _whole(rest, haystack)
+        if sep and label.replace(" ", "").isalpha() and len(label.split()) <= 2 and len(rest) >= 3 and given:
+            return True
         words = [w.strip(_STOPS) for w in v.split()]
         words = [w for w in words if w]
         if len(words) == 1 and words[0] != v and len(words[0]) >= 3 and words[0] in haystack:

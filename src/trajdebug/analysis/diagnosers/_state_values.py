@@ -15,7 +15,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._reads import OK, Reads, reading
 from trajdebug.analysis.lineage import derivation
-from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Step
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Dependency, Step
 from trajdebug.core.values import atoms, is_year
 
 
@@ -164,6 +164,14 @@ def _computed_date(step: Step, value: str, ctx: DiagnoseContext) -> bool:
     return derivation(ctx.lineage.view(step.step_id), found[0]) is not None
 
 
+def _state_deps(step: Step, ctx: DiagnoseContext) -> list[Dependency]:
+    """The step's recorded ``state`` edges whose writer is in the run and names the key it read, but for the
+    keys it writes itself: what they held before it is kept, not a source (`lineage.state_reads`)."""
+    written = step.attributes.get("state_values")
+    mine = set(written) if isinstance(written, Mapping) else set()
+    return [d for d in step.deps if d.kind == "state" and d.key and d.key not in mine and d.step_id in ctx.graph.steps]
+
+
 _CLOSED_OVER = 200
 """Earlier outputs a write that recorded no input is judged against (as many as a chat log's window)."""
 
@@ -215,6 +223,8 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     yield from miskeyed(step, written, ctx.input_text(step).lower() if step.input is not None else "")
     hay = ctx.input_text(step) if step.input is not None else _earlier_text(step, ctx)
+    # What it read from the shared state was given to it as much as its arguments (a record read by its id).
+    hay += "".join("\n" + ctx.written_text(d.step_id, d.key or "") for d in _state_deps(step, ctx))
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
         hay += "\n" + ctx.text(step.step_id)

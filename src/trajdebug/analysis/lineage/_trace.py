@@ -43,12 +43,11 @@ from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
 from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
-    _TEXT_LIMIT,
     StepView,
     _has_word,
-    build_view,
     failure_atoms,
     named_reads,
+    step_views,
     trivial,
 )
 from trajdebug.core.graph import WHOLE_INPUT_KEY
@@ -58,22 +57,6 @@ from trajdebug.core.values import Atom, atoms
 
 MAX_PRODUCERS = 64
 """Above this many holders, a value is too common to say where it came from."""
-
-
-def _made_of(step_id: str, kids: dict[str, list[str]], by_id: dict[str, Step]) -> list[Any]:
-    """The outputs an enclosing step was made of: its children's, or, for a child that returned
-    nothing itself (a wrapper, a framework's agent span), that child's own children's."""
-    out: list[Any] = []
-    stack = [c for c in reversed(kids.get(step_id, ())) if c in by_id]
-    descents = 0  # (only the walk through children that returned nothing is bounded)
-    while stack:
-        child = by_id[stack.pop()]
-        if child.output is not None:
-            out.append(child.output)
-        elif descents < 256:
-            descents += 1
-            stack.extend(g for g in reversed(kids.get(child.step_id, ())) if g in by_id)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,23 +85,8 @@ class Lineage:
     def __init__(self, run: Run, children: dict[str, list[str]] | None = None) -> None:
         self.run = run
         self.pos: dict[str, int] = {s.step_id: i for i, s in enumerate(run.steps)}
-        by_id = {s.step_id: s for s in run.steps}
-        kids = children if children is not None else _children(run)
-        self.views: dict[str, StepView] = {}
+        self.views: dict[str, StepView] = step_views(run, children)
         self._named: dict[str, set[str]] = {}  # step id -> the values it read by name (`named_reads`)
-        spoken: dict[str, frozenset[str]] = {}  # input text -> the numbers it says (`build_view`)
-        for s in run.steps:
-            given = _made_of(s.step_id, kids, by_id)
-            parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
-            view = build_view(s, parents, spoken)
-            # What the children produced is what the enclosing step was made of (read 50 at a
-            # time: one reading of them all would stop at the atom cap, losing the last children).
-            for i in range(0, len(given), 50):
-                extra = build_view(Step(s.step_id, s.name, "other", input=given[i : i + 50]), spoken=spoken)
-                view.in_keys |= extra.in_keys
-                if len(view.in_text) < _TEXT_LIMIT:
-                    view.in_text += "\n" + extra.in_text
-            self.views[s.step_id] = view
         for sid, named in named_reads(run.steps, self.views, run.metadata.get("source_format")).items():
             # A span that recorded part of its input read these by name: given, and linked to their holders
             # (not a number it computed from what it was given, which equals another item's by chance).
@@ -587,14 +555,6 @@ def _ancestors(step_id: str, parent: dict[str, str | None]) -> set[str]:
 
 _FROM_OUTSIDE = frozenset({"llm", "tool", "retrieval", "agent", "input"})
 """Step kinds whose output may hold values they were not given without having read them in the program."""
-
-
-def _children(run: Run) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for s in run.steps:
-        if s.parent_id is not None:
-            out.setdefault(s.parent_id, []).append(s.step_id)
-    return out
 
 
 __all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "formulas", "operands"]

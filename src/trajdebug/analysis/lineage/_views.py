@@ -23,7 +23,7 @@ from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.chat import normalize_llm_step
-from trajdebug.core.model import Step
+from trajdebug.core.model import Run, Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
 
 
@@ -207,6 +207,98 @@ def build_view(
         frozenset(span_keys(ins)),
         frozenset(span_keys(outs)),
     )
+
+
+def step_views(run: Run, children: dict[str, list[str]] | None = None) -> dict[str, StepView]:
+    """What each step of a run was given and returned (`build_view`), by step id: its recorded input, or,
+    for an enclosing step, its children's outputs (`_made_of`) too, and what it read from shared state
+    (`state_reads`).  A state value is read once per (writer, key): every step reading the catalog one step
+    stored is given the same view of it, and reading it again per reader made analyze grow with
+    readers x size."""
+    by_id = {s.step_id: s for s in run.steps}
+    kids = children if children is not None else _children(run)
+    spoken: dict[str, frozenset[str]] = {}  # input text -> the numbers it says (`build_view`)
+    stored: dict[tuple[str, str], StepView] = {}  # (writer step id, key) -> the view of what it stored
+    views: dict[str, StepView] = {}
+    for s in run.steps:
+        given = _made_of(s.step_id, kids, by_id)
+        parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
+        view = build_view(s, parents, spoken)
+        # What it read from the shared state it was given, as its recorded input (a record read by its id).
+        for (writer, key), value in state_reads(s, by_id).items():
+            if (writer, key) not in stored:
+                stored[writer, key] = build_view(Step(writer, "", "other", input={key: value}), spoken=spoken)
+            add_given(view, stored[writer, key])
+        # What the children produced is what the enclosing step was made of (read 50 at a
+        # time: one reading of them all would stop at the atom cap, losing the last children).
+        for i in range(0, len(given), 50):
+            extra = build_view(Step(s.step_id, s.name, "other", input=given[i : i + 50]), spoken=spoken)
+            view.in_keys |= extra.in_keys
+            if len(view.in_text) < _TEXT_LIMIT:
+                view.in_text += "\n" + extra.in_text
+        views[s.step_id] = view
+    return views
+
+
+def state_reads(step: Step, steps: Mapping[str, Step]) -> dict[tuple[str, str], Any]:
+    """The values a step read through shared state (``run.state``, a declared resource), by (writer step id,
+    key): what the writer at the other end of each recorded ``state`` edge stored under that key (its
+    ``state_values``).
+
+    A step handed only an id (``tree_id="T3"``) that reads the record from the state was given that
+    record as much as its arguments: leaving it out makes every value it copied from the record look
+    made up by it.  A key whose writer recorded no value (an external resource) gives nothing, nor does a key
+    the step writes itself: what a ledger held before the step added an entry it keeps, and is no source of
+    the new entry's values (another hive's ``action="monitor"`` copied into this one's is the slip)."""
+    own = step.attributes.get("state_values")
+    mine = set(own) if isinstance(own, Mapping) else set()
+    out: dict[tuple[str, str], Any] = {}
+    keys: set[str] = set()
+    for d in step.deps:
+        if d.kind != "state" or not d.key or d.key in keys or d.key in mine:
+            continue
+        writer = steps.get(d.step_id)
+        written = writer.attributes.get("state_values") if writer is not None else None
+        if isinstance(written, Mapping) and d.key in written:
+            out[d.step_id, d.key] = written[d.key]
+            keys.add(d.key)
+    return out
+
+
+def add_given(view: StepView, extra: StepView) -> None:
+    """Count what ``extra`` views (values the step read without their being in its recorded input) as given
+    to the step (`StepView.given`): their keys, the numbers their text says, and their text.  Not among its
+    input atoms, whose fields say what the step was asked about: a ledger it read to add one entry holds every
+    other entry's ``net``, and the one it was handed is the one it should keep."""
+    view.in_keys |= extra.in_keys
+    view.in_spans |= extra.in_spans
+    if len(view.in_text) < _TEXT_LIMIT:
+        view.in_text += "\n" + extra.in_text
+
+
+def _made_of(step_id: str, kids: dict[str, list[str]], by_id: dict[str, Step]) -> list[Any]:
+    """The outputs an enclosing step was made of: its children's, or, for a child that returned
+    nothing itself (a wrapper, a framework's agent span), that child's own children's."""
+    out: list[Any] = []
+    stack = [c for c in reversed(kids.get(step_id, ())) if c in by_id]
+    descents = 0  # (only the walk through children that returned nothing is bounded)
+    while stack:
+        child = by_id[stack.pop()]
+        if child.output is not None:
+            out.append(child.output)
+        elif descents < 256:
+            descents += 1
+            stack.extend(g for g in reversed(kids.get(child.step_id, ())) if g in by_id)
+    return out
+
+
+
+def _children(run: Run) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for s in run.steps:
+        if s.parent_id is not None:
+            out.setdefault(s.parent_id, []).append(s.step_id)
+    return out
 
 
 # -- shared state: the parts of a step's input earlier steps' updates wrote ---------------------------
@@ -443,7 +535,9 @@ __all__ = [
     "message_atoms",
     "named_reads",
     "semantic",
+    "add_given",
     "state_keys",
+    "state_reads",
     "trivial",
     "update_index",
 ]

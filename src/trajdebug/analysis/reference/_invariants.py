@@ -29,11 +29,9 @@ grows with that support.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import math
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._content import char_shape
@@ -65,8 +63,8 @@ from trajdebug.analysis.reference._profile import (
     operand_view,
     returns_empty,
     step_key,
-    unit_word,
 )
+from trajdebug.analysis.reference._ranges import number_findings, passing_had, read_otherwise
 from trajdebug.analysis.reference._relations import (
     formula_checks,
     ratio_checks,
@@ -317,78 +315,16 @@ def _field_checks(
     # A number written as either reading ("1.250": one and a quarter, or 1250 with a dot between thousands)
     # is no outlier when the other reading is what passing runs had and something says the writer may have
     # meant it (`_read_otherwise`): which one was meant is then not known.
-    nums = [
-        a.number
-        for a in atoms
-        if a.kind == "number" and a.number is not None and not _read_otherwise(a, fs, view)
-    ]
+    nums = [a for a in atoms if a.kind == "number" and a.number is not None and not read_otherwise(a, fs, view)]
     # A negative reading among positive ones is odd in one run, ordinary when passing runs had such too:
     # the passing runs know the field's range better than the step's other calls in this run.
-    usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
+    usual = passing is not None and all(passing_had(step, f, a.number, passing, key) for a in nums)
     if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
-        yield from _number_findings(sid, f, nums, atoms, fs, zeros)
+        yield from number_findings(sid, f, nums, atoms, fs, zeros)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view, run if siblings else None)
-
-
-def _number_findings(
-    sid: str, f: str, nums: Sequence[float], atoms: Sequence[Any], fs: _FieldStats, zeros: bool
-) -> list[Evidence]:
-    """What the range checks find in a field's numbers (`_number_checks`, said as `_told_apart` says it); when
-    they find nothing and ``zeros`` (see `violations`), a zero the profile never had (`_zero_check`)."""
-    found = list(_told_apart(_number_checks(sid, f, nums, fs), f, atoms, fs))
-    return found or (list(_zero_check(sid, f, nums, atoms, fs)) if zeros else [])
-
-
-def _told_apart(found: Iterable[Evidence], f: str, atoms: Sequence[Any], fs: _FieldStats) -> Iterator[Evidence]:
-    """A range violation said as what it is when the number is another quantity.  A text states several,
-    each with its unit word (``3 probes, moisture 41%``): when one is written as the passing values were and
-    lies in their range, a number in a word they never wrote is no reading "10x outside" theirs, but a
-    quantity they never stated (a changed format, a count beside the reading): same weight, true words."""
-    seen = set(fs.units)
-    nums = [a for a in atoms if a.kind == "number" and a.number is not None]
-    # Only a number in a unit word vouches for the text: a bare count or batch number in range says
-    # nothing of the reading beside it.
-    kept = next((a for a in nums if unit_word(a) and unit_word(a) in seen and _in_range(a.number, fs)), None)
-    new = [a for a in nums if unit_word(a) and unit_word(a) not in seen]
-    for e in found:
-        a = next((a for a in new if e.reason.startswith(f"{f}={a.number:g} ")), None) if kept else None
-        said = None if a is None or kept is None else f"{f} states {a.raw} {a.unit}, a quantity passing runs never"
-        yield e if kept is None or said is None else dataclasses.replace(e, reason=f"{said} wrote (its {kept.raw} is as theirs were)")
-
-
-_GROUPED = re.compile(r"\s*([1-9]\d{0,2})[.,](\d{3})(?![\d.,])")
-"""A number written with one separator before three digits ("1.250", "6,100"): a decimal point or comma in
-one locale, a thousands separator in another ("0.160" is no thousands: no group starts with a zero)."""
-
-
-def _read_otherwise(a: Any, fs: _FieldStats, view: StepView) -> bool:
-    """Whether a number written either way (`_GROUPED`) reads, the other way, as a number in the field's
-    passing range, and the other reading has support: the step wrote it as it was given it (a copy of the
-    user's "1.250", whose reading is the writer's, upstream), or the field's passing values were written in
-    the other convention ("2,4" with a decimal comma).  A code step printing 1250 as "1,250" where passing
-    runs wrote "2.4" made a thousands value: that it also reads as 1.25 is a coincidence of the separator."""
-    m = _GROUPED.match(str(a.raw))
-    if m is None:
-        return False
-    whole, tail = m.groups()
-    readings = {float(f"{whole}.{tail}"), float(whole + tail)}
-    others = [x for x in readings if abs(x - a.number) > 1e-9]
-    if not others or not _in_range(others[0], fs):
-        return False
-    raw = str(a.raw).strip().casefold()
-    copied = re.search(rf"(?<![\d.,]){re.escape(raw)}(?![\d]|[.,]\d)", view.in_text) is not None
-    sep = str(a.raw).strip()[len(whole)]
-    # The other convention shows in a passing value only where its separator cannot be the reading here
-    # used: a decimal mark before other than three digits, a thousands mark twice or before the decimal one.
-    shown = f"{sep}decimal" if others[0] < a.number else f"{sep}thousands"
-    return copied or shown in fs.marks
-
-
-def _in_range(x: float, fs: _FieldStats) -> bool:
-    return next(_number_checks("", "", [x], fs), None) is None
 
 
 def _unsigned(view: StepView, a: Any) -> bool:
@@ -486,80 +422,6 @@ def _shape_checks(step: Step, st: _StepStats, outs: Mapping[str, list[Any]], min
                 f"its output has {new[0]!r}, a field none of {st.n} passing occurrences had",
                 "reference:new-field",
             )
-
-
-def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> Iterator[Evidence]:
-    ref = fs.numbers
-    if all(x >= 0 for x in ref) and any(x < 0 for x in nums):
-        bad = next(x for x in nums if x < 0)
-        yield Evidence(
-            sid, _w(0.5, len(ref)), f"{f}={bad:g} is negative; it never was in passing runs", "reference:sign"
-        )
-        return
-    if all(x <= 0 for x in ref) and any(x > 0 for x in ref + list(nums)) and any(x > 0 for x in nums):
-        bad = next(x for x in nums if x > 0)
-        yield Evidence(
-            sid, _w(0.5, len(ref)), f"{f}={bad:g} is positive; it never was in passing runs", "reference:sign"
-        )
-        return
-    mags = [math.log10(abs(x)) for x in ref if x]
-    if len(mags) < MIN_SUPPORT:
-        return
-    lo, hi = min(mags), max(mags)
-    if hi - lo > 2.5:
-        return  # the field spans too many orders of magnitude to say what is odd
-    for x in nums:
-        if not x:
-            continue
-        m = math.log10(abs(x))
-        off = max(lo - m, m - hi)
-        if off >= 0.9:
-            yield Evidence(
-                sid,
-                _w(0.5 if off >= 1.5 else 0.35, len(mags)),
-                f"{f}={x:g} is about {10 ** round(off):g}x outside what passing runs had "
-                f"({10**lo:.3g} to {10**hi:.3g})",
-                "reference:magnitude",
-            )
-            return
-
-
-def _zero_check(sid: str, f: str, nums: Sequence[float], atoms: Sequence[Any], fs: _FieldStats) -> Iterator[Evidence]:
-    """A zero in a field where every passing occurrence had a number and none had zero (a rate looked up
-    as 0.0 by a key that missed, where passing runs had 0.08 to 0.15): the magnitude check cannot see it
-    (a zero has no order of magnitude) nor the sign check (zero has no sign).  Only a field that held
-    bare numbers, in every passing occurrence and now: a number read out of a text ("0 results") is
-    a count that text may well state, and a text value beside the numbers says the field is no number.
-    Nor a field whose passing numbers were all whole: a count, whose zero is "none" (no loans out, no
-    seats held, no places free), which any count reaches; a fraction among them (a rate, a measure, an
-    amount in cents) says the field is a quantity, whose zero is rather a default put for a value not found."""
-    ref = fs.numbers
-    if fs.values or 0.0 not in nums or 0.0 in ref or any(a.kind != "number" for a in atoms):
-        return
-    if all(x == int(x) for x in ref):
-        return
-    lo, hi = min(ref), max(ref)
-    # (A field seen once per run says "runs"; one seen several times per run counts its occurrences.)
-    seen = f"{fs.n} passing runs" if fs.n == len(fs.runs) else f"{fs.n} passing occurrences"
-    yield Evidence(
-        sid,
-        _w(0.5, len(ref)),  # the magnitude check's weight for a number far (1.5+ orders) outside the range
-        f"{f}=0 where every one of {seen} had a non-zero value ({lo:g} to {hi:g})",
-        "reference:zero",
-    )
-
-
-def passing_had(step: Step, f: str, x: float, profile: Profile, key: StepKey | None = None) -> bool:
-    """Whether the passing runs had numbers like ``x`` in this step's field ``f``: its sign and its magnitude
-    (the checks of `violations` find nothing in it), with the support those checks need.  ``key``: the
-    step's key when its run's steps gave it a role (`step_key`).  Not whether it is a zero they never had
-    (`_zero_check`): asked of each number of a field, a zero answered no would open the sibling range checks
-    of the field's other numbers, which the passing runs had; and the zero check is no sibling check."""
-    st = profile.steps.get(key if key is not None else step_key(step))
-    fs = None if st is None else st.fields.get(f)
-    if fs is None or len(fs.numbers) < MIN_SUPPORT or len(fs.runs) < 2:
-        return False
-    return next(_number_checks(step.step_id, f, [x], fs), None) is None
 
 
 def unseen(step: Step, profile: Profile, steps: Mapping[str, Step] | None = None) -> Evidence | None:

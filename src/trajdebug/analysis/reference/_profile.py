@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.chat import tool_names
@@ -162,8 +163,8 @@ def _children(run: Run) -> dict[str, int]:
 
 
 def unit_word(a: Any) -> str:
-    """The unit written after a number atom, lower case, "" for none: which quantity of a text it is."""
-    return (a.unit or "").lower()
+    """The unit written after a number atom as `Lexicon.unit` compares it, "" for none: which quantity it is."""
+    return ENGLISH.unit(a.unit or "")
 
 
 OUTPUT_FIELD = "(output)"
