@@ -22,6 +22,7 @@ NOT_ENGLISH = {
     ("_sql.py", "_SQL_VERB"): "SQL keywords: the grammar of SQL, not a language of prose",
     ("_sql.py", "_SQL_STATEMENT"): "SQL keywords: the grammar of SQL, not a language of prose",
     ("diagnosers/_tools.py", "_QUERY"): "SQL keywords",
+    ("reference/_fields.py", "_VOLATILE"): "the mask token <uuid> that reference._profile writes for a UUID",
 }
 """Patterns with letters that are not English words, each with the reason."""
 

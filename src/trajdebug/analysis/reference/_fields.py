@@ -398,7 +398,7 @@ _VOLATILE = re.compile(
     r"(?:\d{4}-\d{2}-\d{2}[T ])?\d{1,2}:\d{2}:(?:\d{2}[.,]\d+|(?!00)\d{2})(?:Z|[+-]\d{2}:?\d{2})?"  # a stamp to the second
     r"|<uuid>|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID (masked or not)
     r"|(?=\w*\d)[0-9A-HJKMNP-TV-Z]{26}"  # a ULID (not a hex string: a content digest follows its content)
-    r"|PT(?:\d+(?:\.\d+)?[HMS])+|\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs)",  # a duration (ISO 8601, or with its unit)
+    r"|PT(?:\d+(?:\.\d+)?[HMS])+|\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s)",  # a duration (ISO 8601, or with its SI symbol)
     re.IGNORECASE,
 )
 """A value that is new on every call by its form alone, whatever its field is called: a date-time stamp, a UUID or
