@@ -90,6 +90,32 @@ class TestOrigins:
         assert lin.origin(by_field["b"], before=2).step_id is None
         assert lin.origin(by_field["minutes"], before=2).step_id == "t"
 
+    def test_a_number_an_earlier_step_held_is_not_introduced_by_a_later_step_writing_it_again(self) -> None:
+        """The booking gave age 14; a kart tool's ballast of 14 kg, later, is no origin of a 14 a failure's message
+        names: the run had the value before.  A consumer holding it by the tool's own name took it from the tool."""
+        run = _run(
+            _s("b", "booking", "input", 1, {"text": "Tolu, age 14"}, {"age": 14}),
+            _s("k", "allocate_kart", "tool", 3, {"driver": "Tolu"}, {"ballast_kg": 14}, "b"),
+            _s("v", "validate", "condition", 5, {"age": 14, "ballast_kg": 14}, None, "b", "k"),
+        )
+        lin = Lineage(run)
+        [said] = [a for a in atoms("Tolu (age 14) is allocated an adult kart") if a.kind == "number"]
+        assert lin.origin(said, before=2).step_id is None
+        [ballast] = [a for a in lin.view("v").inputs if a.field == "ballast_kg"]
+        assert lin.origin(ballast, before=2).step_id == "k"
+
+    def test_a_number_only_the_later_step_held_still_originates_there(self) -> None:
+        """With age 12 in the booking, the kart tool's 14 is its own: a failure naming 14 traces to it; and a step
+        that encloses the tool (given what it made) is no earlier holder."""
+        run = _run(
+            _s("b", "booking", "input", 1, {"text": "Tolu, age 12"}, {"age": 12}),
+            _s("a", "karts", "agent", 2, {"driver": "Tolu"}, {"ballast_kg": 14}, "b"),
+            _s("k", "allocate_kart", "tool", 3, {"driver": "Tolu"}, {"ballast_kg": 14}, parent_id="a"),
+            _s("v", "validate", "condition", 5, {"age": 12, "ballast_kg": 14}, None, "b", "a"),
+        )
+        [said] = [a for a in atoms("Tolu is given 14 kg of ballast") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=3).step_id == "k"
+
     def test_an_enclosing_step_does_not_introduce_what_its_children_made(self) -> None:
         """An agent span's output holds its child's value; the child, not the agent, introduced it."""
         run = _run(

@@ -15,6 +15,7 @@ characters.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -432,7 +433,36 @@ def holds_empty(value: Any, f: str) -> bool:
     )
 
 
+def seen_index(views: Iterable[StepView]) -> dict[str, list[int]]:
+    """Value key -> the positions of the steps (in start order) whose input or output holds it as a value."""
+    out: dict[str, list[int]] = {}
+    for i, v in enumerate(views):
+        for k in {a.key for a in v.inputs} | v.out_keys:
+            out.setdefault(k, []).append(i)
+    return out
+
+
+def held_before(
+    atom: Atom, produced: Atom, at: int, seen: Mapping[str, list[int]], enclosing: set[str], steps: Sequence[Step]
+) -> bool:
+    """Whether a step before position ``at`` (by `seen_index`), not one ``enclosing`` it, was already given or
+    held the value a consumer holds as ``atom`` and the step at ``at`` wrote as ``produced``: that step then did
+    not introduce it, it wrote it again (a kart's ballast of 14 kg after the booking's age 14), and the value's
+    first origin is earlier or the run's input.  Only numbers and dates, never a small whole number (a count
+    recurs in any run by chance) nor a number word of a text.  A consumer holding it by the name that step wrote
+    it under took it from there (a piece's 14 minutes read as ``minutes``, beside a roster's 14 singers).  An
+    enclosing step was given what its children made, so it does not count."""
+    if atom.kind not in ("number", "date") or (atom.field is not None and atom.field == produced.field):
+        return False
+    if trivial(Atom(atom.key, atom.kind, None, None, atom.raw, atom.number)):
+        return False  # (whatever it counts: "2 servers" is as common a number as a bare 2)
+    found = seen.get(atom.key, [])
+    return any(steps[q].step_id not in enclosing for q in found[: bisect.bisect_left(found, at)])
+
+
 __all__ = [
+    "held_before",
+    "seen_index",
     "holds_empty",
     "holds_untraced",
     "ENVELOPE_KEYS",
