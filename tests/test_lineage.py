@@ -116,6 +116,17 @@ class TestOrigins:
         [said] = [a for a in atoms("Tolu is given 14 kg of ballast") if a.kind == "number"]
         assert Lineage(run).origin(said, before=3).step_id == "k"
 
+    def test_a_number_the_consumer_got_from_the_later_step_alone_originates_there(self) -> None:
+        """A model was given 3.2 hours; a pricing tool later answered a rate of 3.2 and the check was handed the rate
+        alone: the 3.2 its failure names is the tool's, whatever an earlier step held by chance."""
+        run = _run(
+            _s("m", "plan", "llm", 1, {"hours": 3.2}, {"plan": "steam clean"}),
+            _s("p", "price_job", "tool", 3, {"plan": "steam clean"}, {"rate_per_m2": 3.2}, "m"),
+            _s("v", "submit", "tool", 5, {"rate_per_m2": 3.2}, None, "p"),
+        )
+        [said] = [a for a in atoms("rate 3.20 is not the wool rate") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=2).step_id == "p"
+
     def test_an_enclosing_step_does_not_introduce_what_its_children_made(self) -> None:
         """An agent span's output holds its child's value; the child, not the agent, introduced it."""
         run = _run(

@@ -421,24 +421,24 @@ def yardsticks(
 ) -> set[str]:
     """The side of a comparison a failure states that the run was measured against, by structure alone.
 
-    A check names two numbers (or two dates) of one comparison: "21 portions for 130 guests", "charged 31.0 a
+    A check names two numbers of one comparison: "21 portions for 130 guests", "charged 31.0 a
     day, catalogue 62.0", "sheet lists 3 riders, booking is for 4".  When each was introduced by a step of its
     own, the one whose origin came first is the yardstick when a record stated it under a name (the order's
     ``guests``, the catalogue's ``eur_day``): the run held it before the step that made the number disagreeing
     with it.  Its origin is weaker evidence (the ``yardstick`` share) than the later one's.  A number an
     earlier text wrote in passing (a note's "raise the price to 25") is no record's value: it may be what
     misled the run.  A bound the message states ("above the 30-day maximum") is no side; a value computed
-    from others passes its mark on and is left out.
+    from others passes its mark on and is left out.  Dates are no sides: a date taken up from an earlier
+    message (the request's day, misread) is as often the wrong one as the record's.
     """
     out: set[str] = set()
-    for kind in ("number", "date"):
-        sides = [a for a in {a.key: a for a in named if a.kind == kind}.values() if a.number is None or a.number not in bounds]
-        if len(sides) != 2:
-            continue
-        origins = [(sl.lin.origin(a, end, within, skip), a.key) for a in sides]
-        made = [(sl.g.position(o.step_id), key, o.atom.field) for o, key in origins if o.step_id and not o.derived_from]
-        if len(made) == 2 and made[0][0] != made[1][0] and min(made)[2] is not None:
-            out.add(min(made)[1])
+    sides = [a for a in {a.key: a for a in named if a.kind == "number"}.values() if a.number not in bounds]
+    if len(sides) != 2:
+        return out
+    origins = [(sl.lin.origin(a, end, within, skip), a.key) for a in sides]
+    made = [(sl.g.position(o.step_id), key, o.atom.field) for o, key in origins if o.step_id and not o.derived_from]
+    if len(made) == 2 and made[0][0] != made[1][0] and min(made)[2] is not None:
+        out.add(min(made)[1])
     return out
 
 

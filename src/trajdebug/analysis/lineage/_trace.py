@@ -181,8 +181,9 @@ class Lineage:
                 continue  # a span's number, and the value is no span (``15%`` beside a ``15m`` window)
             if not view.given(atom):
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
+                consumer = self.views[self.steps[before].step_id] if before < len(self.steps) else None
                 if self._caller_gave_instead(atom, produced, before) or held_before(
-                    atom, produced, p, self._seen, _ancestors(sid, self._parent), self.steps
+                    atom, produced, p, self._seen, _ancestors(sid, self._parent), self.steps, consumer
                 ):
                     return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))

@@ -443,19 +443,24 @@ def seen_index(views: Iterable[StepView]) -> dict[str, list[int]]:
 
 
 def held_before(
-    atom: Atom, produced: Atom, at: int, seen: Mapping[str, list[int]], enclosing: set[str], steps: Sequence[Step]
+    atom: Atom, produced: Atom, at: int, seen: Mapping[str, list[int]], enclosing: set[str], steps: Sequence[Step],
+    consumer: StepView | None,
 ) -> bool:
-    """Whether a step before position ``at`` (by `seen_index`), not one ``enclosing`` it, was already given or
-    held the value a consumer holds as ``atom`` and the step at ``at`` wrote as ``produced``: that step then did
-    not introduce it, it wrote it again (a kart's ballast of 14 kg after the booking's age 14), and the value's
-    first origin is earlier or the run's input.  Only numbers and dates, never a small whole number (a count
-    recurs in any run by chance) nor a number word of a text.  A consumer holding it by the name that step wrote
-    it under took it from there (a piece's 14 minutes read as ``minutes``, beside a roster's 14 singers).  An
-    enclosing step was given what its children made, so it does not count."""
-    if atom.kind not in ("number", "date") or (atom.field is not None and atom.field == produced.field):
+    """Whether the number a ``consumer`` holds as ``atom``, which the step at ``at`` wrote as ``produced``, was
+    already given to or held by a step before it (by `seen_index`; not one ``enclosing`` it, which was given what
+    its children made), and reached the consumer from there too: the step at ``at`` then wrote it again, by
+    chance (a kart's ballast of 14 kg after the booking's age 14, both handed to the check), it did not
+    introduce it.  Only when the consumer holds it by no name (a number of a failure's message) and was also
+    given it under another name than that step wrote: a consumer that got it from that step alone (a rate the
+    pricing tool wrote, equal to some earlier step's hours) names its origin.  Only numbers, never a small
+    whole number (a count recurs in any run by chance); a date the run held before (a superseded one) may be
+    exactly what a step wrongly took up again."""
+    if atom.kind != "number" or atom.field is not None or consumer is None:
         return False
     if trivial(Atom(atom.key, atom.kind, None, None, atom.raw, atom.number)):
         return False  # (whatever it counts: "2 servers" is as common a number as a bare 2)
+    if not any(b.key == atom.key and b.field not in (None, produced.field) for b in consumer.inputs):
+        return False
     found = seen.get(atom.key, [])
     return any(steps[q].step_id not in enclosing for q in found[: bisect.bisect_left(found, at)])
 
