@@ -110,8 +110,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzy": "held out (written blind on 2026-12-06 in round 53; not yet scored: the next round's first measure, with suite_zzx)",
-    "suite_zzx": "held out (written blind on 2026-12-06 in round 53; not yet scored: the next round's first measure, with suite_zzy)",
+    "suite_zzy": "held out (written blind and frozen on 2026-12-06 at 10:57 UTC; not yet scored: the next round's first measure, with suite_zzx)",
+    "suite_zzx": "held out (written blind and frozen on 2026-12-06 at 10:50 UTC; not yet scored: the next round's first measure, with suite_zzy)",
     "suite_zzw": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
     "suite_zzv": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
     "suite_zzu": "development (scored once held out on 2026-12-06 at 07:51 UTC on 99516d54; its misses not yet studied)",

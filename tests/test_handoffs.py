@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.builders import step
 
-from trajdebug.core.model import ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 _s = step
@@ -447,3 +447,90 @@ class TestHandoffNarrowings:
 
         assert linked("other") == set()
         assert linked("agent") == {"sub"}
+
+
+def _top(program: Callable[[Any], None], n: int = 3) -> list[str]:
+    """The names of the first ``n`` candidates the analysis ranks for the imported run ``program`` writes."""
+    from trajdebug.analysis import analyze
+
+    a = analyze(_otel_run(program), top=n)
+    by_id = {s.step_id: s for s in a.run.steps}
+    return [by_id[c.step_id].name for c in a.localization.candidates[:n]]
+
+
+def _credit(tracer: Any) -> None:
+    """A credit approval: a screen answers ``{"flagged": false}``; the customer record (fetched with the wrong
+    limit, the fault) holds ``flagged: false`` too, and the approval is handed that record."""
+    with _span(tracer, "agent", "AGENT", {"customer": "C-9"}):
+        with _span(tracer, "screen", "TOOL", {"customer": "C-9"}, {"flagged": False}):
+            pass
+        customer = {"id": "C-9", "flagged": False, "limit": 50000}
+        with _span(tracer, "fetch_customer", "TOOL", {"customer": "C-9"}, {"customer": customer}):
+            pass
+        with _span(tracer, "approve", "CHAIN", {"customer": customer, "amount": 20000}, {"approved": True}):
+            pass
+        with _span(tracer, "post", "CHAIN", {"approved": True, "amount": 20000}):
+            raise ValueError("C-9 approved 20000 over its 5000 limit")
+
+
+def _refund_notice(tracer: Any) -> None:
+    """A notice: a notes search finds nothing (``[]``, read by no step), a template is picked (the wrong one, the
+    fault) and rendered with a literal empty list of extras by position."""
+    with _span(tracer, "agent", "AGENT", {"user": "U-1"}):
+        with _span(tracer, "search_notes", "TOOL", ["U-1"], []):
+            pass
+        with _span(tracer, "pick_template", "TOOL", ["U-1"], "tpl_refund"):
+            pass
+        with _span(tracer, "render", "TOOL", ["tpl_refund", []], "Your refund is on its way"):
+            pass
+        with _span(tracer, "send", "CHAIN", {"text": "Your refund is on its way"}):
+            raise ValueError("U-1 asked for an exchange, was sent a refund notice")
+
+
+class TestHandoffNarrowingsRev52p:
+    """The two narrowings review rev52p asked for: a hand-off another step's record could explain links none."""
+
+    def test_a_yes_or_no_an_earlier_record_holds_inside_it_links_no_one_field_answer(self) -> None:
+        """A screen's ``{"flagged": false}`` and a customer record holding ``flagged: false`` inside: the step
+        given the record is not linked to the screen, while a step that started before the record ended is."""
+        from trajdebug.analysis.inference import ANSWERED_KEY, yes_no_edges
+
+        screen = _s("s", "screen", "tool", 0, {"customer": "C-9"}, {"flagged": False})
+        record = {"customer": {"id": "C-9", "flagged": False, "limit": 50000}}
+        run = _run(
+            screen,
+            _s("f", "fetch_customer", "tool", 2, {"customer": "C-9"}, record),
+            _s("a", "approve", "other", 4, record, {"approved": True}),
+        )
+        assert yes_no_edges(run) == {}
+        early = _run(screen, _s("a", "approve", "other", 2, record, None), _s("f", "fetch", "tool", 4, {}, record))
+        assert {k: [(d.step_id, d.key) for d in v] for k, v in yes_no_edges(early).items()} == {
+            "a": [("s", ANSWERED_KEY + "flagged")]}
+
+    def test_an_innocent_screen_ranks_below_the_record_the_approval_was_handed(self) -> None:
+        """The customer fetch that returned the wrong limit ranks above the screen whose ``flagged: false`` the
+        record repeats (review rev52p's nested_flag: the screen was second, above the fetch)."""
+        top = _top(_credit)
+        assert "fetch_customer" in top
+        assert "screen" not in top or top.index("fetch_customer") < top.index("screen")
+
+    def test_an_empty_argument_beside_nothing_the_finder_was_given_is_no_hand_off(self) -> None:
+        """A render given a template and a literal ``[]`` by position is not linked to an unread empty notes
+        search for the user: the render was given nothing the search was given."""
+        from trajdebug.analysis.inference import unread_empty_edges
+
+        run = _run(
+            _s("n", "search_notes", "tool", 0, ["U-1"], []),
+            _s("p", "pick_template", "tool", 2, ["U-1"], "tpl_refund"),
+            _s("r", "render", "tool", 4, ["tpl_refund", []], "Your refund is on its way"),
+        )
+        assert unread_empty_edges(run, {"r": [Dependency("p")]}) == {}
+        handed = _run(*run.steps[:2], _s("r", "render", "tool", 4, ["tpl_refund", ["U-1"], []], "x"))
+        assert [d.step_id for d in unread_empty_edges(handed, {})["r"]] == ["n"]
+
+    def test_the_picked_template_ranks_above_a_search_whose_empty_result_no_one_read(self) -> None:
+        """The wrong template's pick ranks above the notes search (review rev52p's positional_default: the
+        search's unread ``[]`` was linked to the render's literal one and ranked second)."""
+        top = _top(_refund_notice)
+        assert "pick_template" in top
+        assert "search_notes" not in top or top.index("pick_template") < top.index("search_notes")

@@ -265,6 +265,27 @@ def test_a_lineage_finding_every_call_of_a_step_shares_is_the_steps_rule_and_wei
     assert shared_findings(alone, one, DEFAULT_WEIGHTS["shared"])["lk0"][0].suspicion == 0.45
 
 
+def test_only_the_calls_with_a_finding_of_their_own_have_their_input_written_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comparing calls writes out the input of each call that has a finding about its own transformation, and of
+    the other calls of its step, never of a step none of whose calls has one (an input is a whole conversation):
+    with findings on the pricer only, no input is written and nothing is damped."""
+    from trajdebug.analysis import _weights
+    from trajdebug.analysis._evidence import Evidence
+
+    written: list[object] = []
+    key = _weights._input_key
+    monkeypatch.setattr(_weights, "_input_key", lambda v: written.append(v) or key(v))
+    run = _bindery_run(3)
+    quiet = {"price": [Evidence("price", 0.4, "dropped BK-3", "lineage:dropped")], "lk1": []}
+    assert _weights.shared_findings(quiet, run, _weights.DEFAULT_WEIGHTS["shared"]) == quiet
+    assert written == []
+    found = {f"lk{i}": [Evidence(f"lk{i}", 0.45, "was given material='full leather' but its output says "
+                                 "material='leather'", "lineage:conflict")] for i in range(3)}
+    damped = _weights.shared_findings(found, run, _weights.DEFAULT_WEIGHTS["shared"])
+    assert [round(damped[f"lk{i}"][0].suspicion, 3) for i in range(3)] == [0.135] * 3
+    assert len(written) == 6  # the three lookups' inputs, for the rule and for the repeats
+
+
 def test_a_step_whose_every_call_answers_a_category_is_no_structural_root() -> None:
     """Ranked, none of the three lookups that each map 'full leather' to 'leather' is a structural root."""
     a = analyze(_bindery_run(3), top=50)

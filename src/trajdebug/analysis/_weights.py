@@ -211,7 +211,9 @@ def shared_findings(
         calls.setdefault((st.name, st.kind), []).append(st)
     damped: set[tuple[str, str, str]] = set()
     for group in calls.values():
-        inputs = {st.step_id: _input_key(st.input) for st in group} if len(group) >= SHARED_CALLS else {}
+        if len(group) < SHARED_CALLS or not any(_local(extra.get(st.step_id, ())) for st in group):
+            continue  # no call of it has a finding to share: its inputs need not be written out
+        inputs = {st.step_id: _input_key(st.input) for st in group}
         distinct = set(inputs.values())
         if len(distinct) < SHARED_CALLS:
             continue
@@ -245,13 +247,20 @@ def _repeats(groups: Iterable[list[Step]], extra: Mapping[str, list[Evidence]]) 
     for group in groups:
         seen: set[tuple[str, str, str]] = set()
         for st in group if len(group) > 1 else ():
+            local = _local(extra.get(st.step_id, ()))
+            if not local:
+                continue  # its input is written out only when it has a finding to compare
             k = _input_key(st.input)
-            for e in extra.get(st.step_id, ()):
-                if e.diagnoser in LOCAL_SIGNALS and not e.sound:
-                    if (k, e.diagnoser, e.reason) in seen:
-                        out.add((st.step_id, e.diagnoser, e.reason))
-                    seen.add((k, e.diagnoser, e.reason))
+            for e in local:
+                if (k, e.diagnoser, e.reason) in seen:
+                    out.add((st.step_id, e.diagnoser, e.reason))
+                seen.add((k, e.diagnoser, e.reason))
     return out
+
+
+def _local(evs: Iterable[Evidence]) -> list[Evidence]:
+    """The findings about a step's own transformation (`LOCAL_SIGNALS`) that are not proven (``sound``)."""
+    return [e for e in evs if e.diagnoser in LOCAL_SIGNALS and not e.sound]
 
 
 def _input_key(value: Any) -> str:

@@ -20,6 +20,7 @@ around a program's own functions) carry no content of their own:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence, Set
@@ -245,6 +246,19 @@ def _empty_args(value: Any) -> list[tuple[str, str]]:
     return [(a, "[]" if isinstance(v, list) else "{}") for a, v in args if isinstance(v, (list, dict)) and not v]
 
 
+def _given(value: Any) -> set[str]:
+    """A call's arguments as canonical JSON (a list input's items, a record's fields' values, or the input
+    itself): the non-empty records and lists, and the texts of 3 characters or more (`_item`); and the texts
+    they hold (`_leaf_items`: a job id given alone to one call and in a list to the next)."""
+    args = value if isinstance(value, list) else list(value.values()) if is_mapping(value) else [value]
+    found = _leaf_items(value)
+    for v in args[:32]:
+        if (isinstance(v, (list, dict)) and v) or _item(v) is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                found.add(json.dumps(v, sort_keys=True, default=str)[:2000])
+    return found
+
+
 def unread_empty_edges(run: Run, every: Mapping[str, Sequence[Dependency]], confidence: float = 0.4) -> dict[str, list[Dependency]]:
     """Edges from the one earlier step that returned an empty list or object whole, which no step read, to a
     step handed that empty value as a positional argument under the same enclosing step.
@@ -254,8 +268,12 @@ def unread_empty_edges(run: Run, every: Mapping[str, Sequence[Dependency]], conf
     arguments recorded by position (``input.value`` a JSON array of the arguments) have no name to match by
     (`trajdebug.analysis.lineage.Lineage.empty_edges` links fields of the same name, or the result of the step
     right before).  A result nobody read is rare: the empty argument is the likeliest reader, but only when it
-    is the only one of its form waiting there (of two, either could be the one handed on: no edge).  Never for
-    a model call (an empty list in a request is an API parameter).  ``every``: each step's edges so far.
+    is the only one of its form waiting there (of two, either could be the one handed on: no edge), and when
+    the call is also handed one of the arguments the empty result was found for (``assemble(days, flags)``
+    after ``flag_pads(days, limit)``, ``report(item, records)`` after ``lookup(item)``): an empty list beside
+    arguments of nothing the finder was given is a literal or a default as likely (``render(template, [])``;
+    review rev52p, positional_default).  Never for a model call (an empty list in a request is an API
+    parameter).  ``every``: each step's edges so far.
     """
     read = {d.step_id for ds in every.values() for d in ds}
     # Per enclosing step, per empty form: the earlier steps that returned it whole, unread so far.
@@ -266,7 +284,7 @@ def unread_empty_edges(run: Run, every: Mapping[str, Sequence[Dependency]], conf
             deps: dict[str, Dependency] = {}
             for arg, form in _empty_args(s.input):
                 ps = [p for p in waiting.get((s.parent_id, form), ()) if p.end_ns and p.end_ns <= s.start_ns]
-                if len(ps) == 1 and ps[0].step_id not in deps:
+                if len(ps) == 1 and ps[0].step_id not in deps and _given(ps[0].input) & _given(s.input):
                     deps[ps[0].step_id] = Dependency(ps[0].step_id, "data", "inferred", confidence, EMPTY_KEY + arg)
             if deps:
                 out[s.step_id] = list(deps.values())
@@ -325,6 +343,24 @@ def _bool_fields(value: Any) -> set[str]:
     return {w[0] for w in names if len(w) == 1}
 
 
+def _nested_answers(value: Any, depth: int = 0) -> set[tuple[str, str]]:
+    """(field's token, ``true``/``false``) of the one-token yes/no fields a record holds inside (a customer's
+    ``{"customer": {"flagged": false}}``), three levels deep, not its own top-level fields (`_bool_fields`)."""
+    found: set[tuple[str, str]] = set()
+    if depth > 3:
+        return found
+    if is_mapping(value):
+        for k, v in value.items():
+            if isinstance(v, bool) and depth > 0 and len(w := tokenize(normalize(str(k)))) == 1:
+                found.add((w[0], "true" if v else "false"))
+            elif isinstance(v, (list, dict)) or is_mapping(v):
+                found |= _nested_answers(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:64]:
+            found |= _nested_answers(v, depth + 1)
+    return found
+
+
 def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Dependency]]:
     """Edges from the step that answered a yes/no under one field to the later steps given that field and answer.
 
@@ -333,7 +369,9 @@ def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Depende
     answer is the parser's.  Only a field one step's output holds as a yes/no: a field several steps answer
     alike (``{"sent": true}`` here, ``{"sent": true, "to": ...}`` there) is an acknowledgement calls share, no
     datum of one of them (as in `trajdebug.analysis.inference._edges.structural_edges`).  Never for a model
-    call's own answer.
+    call's own answer.  Nor for a step that could have been handed the answer by an earlier record holding the
+    same field and answer inside it (``{"customer": {"flagged": false}}``): the field is that record's datum as
+    much as the one-field answer's (review rev52p, nested_flag).
     """
     fields = Counter(f for s in run.steps for f in _bool_fields(s.output))
     answers = {
@@ -343,6 +381,14 @@ def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Depende
     }
     if not answers:
         return {}
+    # The earliest end of a record holding each answer inside it: a step that started later was given it by
+    # either.
+    held: dict[tuple[str, str], int] = {}
+    wanted = set(answers.values())
+    for s in run.steps:
+        if s.end_ns and (is_mapping(s.output) or isinstance(s.output, list)):
+            for a in _nested_answers(s.output) & wanted:
+                held[a] = min(held.get(a, s.end_ns), s.end_ns)
     # The answers by end time, moved to `done` as the steps that follow start (each once: no rescan per step).
     pending = sorted((s for s in run.steps if s.step_id in answers and s.end_ns), key=lambda p: p.end_ns or 0)
     done: dict[tuple[str, str], Step] = {}
@@ -359,7 +405,9 @@ def yes_no_edges(run: Run, *, confidence: float = 0.5) -> dict[str, list[Depende
         given = _pairs(s.input, names)
         hits = given & done.keys() if len(given) < len(done) else {a for a in done if a in given}
         deps = [Dependency(done[a].step_id, "data", "inferred", confidence, ANSWERED_KEY + a[0])
-                for a in sorted(hits) if done[a].step_id != s.step_id and (done[a].end_ns or 0) <= s.start_ns]
+                for a in sorted(hits)
+                if done[a].step_id != s.step_id and (done[a].end_ns or 0) <= s.start_ns
+                and (a not in held or held[a] > s.start_ns)]
         if deps:
             out[s.step_id] = deps
     return out
