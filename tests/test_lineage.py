@@ -30,6 +30,15 @@ D = Dependency
 _s = step
 
 
+def _failed(step: Step, message: str) -> Step:
+    """The step, ended with an error of this message."""
+    import dataclasses
+
+    from trajdebug.core.model import ErrorInfo
+
+    return dataclasses.replace(step, status="error", error=ErrorInfo("ValueError", message))
+
+
 def replace_input(step: Step, value: Any) -> Step:
     import dataclasses
 
@@ -96,13 +105,27 @@ class TestOrigins:
         run = _run(
             _s("b", "booking", "input", 1, {"text": "Tolu, age 14"}, {"age": 14}),
             _s("k", "allocate_kart", "tool", 3, {"driver": "Tolu"}, {"ballast_kg": 14}, "b"),
-            _s("v", "validate", "condition", 5, {"age": 14, "ballast_kg": 14}, None, "b", "k"),
+            _failed(_s("v", "validate", "condition", 5, {"age": 14, "ballast_kg": 14}, None, "b", "k"),
+                    "Tolu (age 14) is allocated an adult kart"),
         )
         lin = Lineage(run)
         [said] = [a for a in atoms("Tolu (age 14) is allocated an adult kart") if a.kind == "number"]
         assert lin.origin(said, before=2).step_id is None
         [ballast] = [a for a in lin.view("v").inputs if a.field == "ballast_kg"]
         assert lin.origin(ballast, before=2).step_id == "k"
+
+    def test_a_wrong_number_equal_to_an_earlier_id_still_originates_where_it_was_written(self) -> None:
+        """The request's order id is 250 and the charge tool wrongly charged 250: "charged 250 is above the quoted price"
+        names the charge, not the id (the message writes no ``order_id`` in front of it), so the tool introduced
+        it, though the check was also handed the id (rev53l)."""
+        run = _run(
+            _s("o", "request", "input", 1, {"text": "order 250, 15 lamps"}, {"order_id": 250, "quantity": 15}),
+            _s("c", "charge_card", "tool", 3, {"card": "visa"}, {"charged": 250}, "o"),
+            _failed(_s("v", "validate", "condition", 5, {"order_id": 250, "charged": 250}, None, "o", "c"),
+                    "charged 250 is above the quoted price"),
+        )
+        [said] = [a for a in atoms("charged 250 is above the quoted price") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=2).step_id == "c"
 
     def test_a_number_only_the_later_step_held_still_originates_there(self) -> None:
         """With age 12 in the booking, the kart tool's 14 is its own: a failure naming 14 traces to it; and a step

@@ -422,17 +422,21 @@ def yardsticks(
     """The side of a comparison a failure states that the run was measured against, by structure alone.
 
     A check names two numbers of one comparison: "21 portions for 130 guests", "charged 31.0 a
-    day, catalogue 62.0", "sheet lists 3 riders, booking is for 4".  When each was introduced by a step of its
+    day, catalogue 62.0", "charged 15.0, quote 12.5".  When each was introduced by a step of its
     own, the one whose origin came first is the yardstick when a record stated it under a name (the order's
     ``guests``, the catalogue's ``eur_day``): the run held it before the step that made the number disagreeing
     with it.  Its origin is weaker evidence (the ``yardstick`` share) than the later one's.  A number an
     earlier text wrote in passing (a note's "raise the price to 25") is no record's value: it may be what
     misled the run.  A bound the message states ("above the 30-day maximum") is no side; a value computed
     from others passes its mark on and is left out.  Dates are no sides: a date taken up from an earlier
-    message (the request's day, misread) is as often the wrong one as the record's.
+    message (the request's day, misread) is as often the wrong one as the record's.  A small whole number
+    (-10..10, any unit) is no side, as the lineage's ``held_before`` leaves it out: a count recurs in any run
+    by chance, so which step made it first says little ("sheet lists 3 riders, booking is for 4" has none).
     """
     out: set[str] = set()
     sides = [a for a in {a.key: a for a in named if a.kind == "number"}.values() if a.number not in bounds]
+    if any(a.number is None or (a.number == int(a.number) and -10 <= a.number <= 10) for a in sides):
+        return out
     if len(sides) != 2:
         return out
     origins = [(sl.lin.origin(a, end, within, skip), a.key) for a in sides]

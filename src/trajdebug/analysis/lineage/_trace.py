@@ -183,7 +183,7 @@ class Lineage:
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
                 consumer = self.views[self.steps[before].step_id] if before < len(self.steps) else None
                 if self._caller_gave_instead(atom, produced, before) or held_before(
-                    atom, produced, p, self._seen, _ancestors(sid, self._parent), self.steps, consumer
+                    atom, produced, p, self._seen, _ancestors(sid, self._parent), self.steps, consumer, before
                 ):
                     return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))
