@@ -269,3 +269,44 @@ def test_a_bound_a_failure_states_is_no_side_of_a_comparison() -> None:
         {"ask": "check W-303"}, {"order": "W-303", "guests": 130}, {"portions": 21}, "21 portions, below the minimum of 130"
     )
     assert _thin(run)["get_order_form"][0] > one["make"][0] / 2
+
+
+def test_a_wrong_number_equal_to_an_id_the_run_held_before_is_still_introduced_by_the_step_that_wrote_it() -> None:
+    """The request's order id is 250 and the charge tool wrongly charged 250: "charged 250 is above the quoted
+    price" writes no ``order_id`` in front of the number, so the tool still introduced it (rev53l HIGH 1)."""
+    run = _recorded_check(
+        {"order_id": 250, "item": "lamp"}, {"order": "W-303", "unit_price": 200}, {"charged": 250},
+        "charged 250 is above the quoted price",
+    )
+    assert "introduced '250', which the failure at validate names" in _reasons(run)["make"]
+
+
+def test_a_number_the_message_writes_under_the_earlier_field_is_not_introduced_again() -> None:
+    """The same run where the message says "order_id 250 was charged twice": it names the request's field in
+    front of the number, and the tool that wrote 250 again did not introduce it."""
+    run = _recorded_check(
+        {"order_id": 250, "item": "lamp"}, {"order": "W-303", "unit_price": 200}, {"charged": 250},
+        "order_id 250 was charged twice",
+    )
+    assert not any("250" in r for r in _reasons(run)["make"])
+
+
+def test_a_small_whole_number_is_no_side_of_a_comparison() -> None:
+    """"21 portions for 8 guests": 8 is a count that recurs by chance, so the form that stated it first keeps its
+    full finding (no ``yardstick`` share)."""
+    thin = _thin(_recorded_check({"ask": "check W-303"}, {"order": "W-303", "guests": 8}, {"portions": 21}, "W-303: 21 portions for 8 guests"))
+    assert thin["get_order_form"][0] == pytest.approx(thin["make"][0])
+
+
+def test_a_lead_that_comes_only_from_the_yardstick_share_is_at_most_unsure() -> None:
+    """"charged 120 but the quote says 100": the same recording is a wrong charge or a stale quote; the charge
+    tool leads the quote only by the share the earlier side loses, so the verdict says unsure, and why (rev53l)."""
+    from trajdebug.analysis import analyze
+
+    run = _recorded_check({"ask": "buy a lamp"}, {"order": "W-303", "quote": 100}, {"charged": 120}, "charged 120 but the quote says 100")
+    a = analyze(run, model="default")
+    names = {s.step_id: s.name for s in run.steps}
+    top = a.localization.ranked_all[0]
+    assert names[top.step_id] == "make"
+    assert a.ranking_verdict == "unsure"
+    assert any("yardstick share" in r and "at most unsure" in r for r in top.reasons)

@@ -223,7 +223,6 @@ def _named_values(
 
     ``seen`` collects the keys of the values handled (the caller skips them later).
     """
-    out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
     # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
@@ -238,7 +237,7 @@ def _named_values(
     bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
     checked = checked_values(message, sl.lexicon)  # "is 122 days, above the 30-day maximum"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
-    yard = yardsticks(sl, named, end, within, skip, bounds)
+    yard, out = yardsticks(sl, named, end, within, skip, bounds)  # (and the marks of the later sides)
     for a in named:
         if a.key in seen:
             continue

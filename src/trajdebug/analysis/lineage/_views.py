@@ -475,7 +475,8 @@ def held_before(
         return False
     if trivial(Atom(atom.key, atom.kind, None, None, atom.raw, atom.number)):
         return False  # (whatever it counts: "2 servers" is as common a number as a bare 2)
-    said = steps[consumer_at].error.message if 0 <= consumer_at < len(steps) and steps[consumer_at].error else ""
+    error = steps[consumer_at].error if 0 <= consumer_at < len(steps) else None
+    said = error.message if error is not None else ""
     if not any(
         b.key == atom.key and b.field not in (None, produced.field) and labelled(said, b.field, atom.raw)
         for b in consumer.inputs
