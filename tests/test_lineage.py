@@ -30,6 +30,15 @@ D = Dependency
 _s = step
 
 
+def _failed(step: Step, message: str) -> Step:
+    """The step, ended with an error of this message."""
+    import dataclasses
+
+    from trajdebug.core.model import ErrorInfo
+
+    return dataclasses.replace(step, status="error", error=ErrorInfo("ValueError", message))
+
+
 def replace_input(step: Step, value: Any) -> Step:
     import dataclasses
 
@@ -89,6 +98,57 @@ class TestOrigins:
         by_field = {a.field: a for a in lin.view("f").inputs if a.raw == "5"}
         assert lin.origin(by_field["b"], before=2).step_id is None
         assert lin.origin(by_field["minutes"], before=2).step_id == "t"
+
+    def test_a_number_an_earlier_step_held_is_not_introduced_by_a_later_step_writing_it_again(self) -> None:
+        """The booking gave age 14; a kart tool's ballast of 14 kg, later, is no origin of a 14 a failure's message
+        names: the run had the value before.  A consumer holding it by the tool's own name took it from the tool."""
+        run = _run(
+            _s("b", "booking", "input", 1, {"text": "Tolu, age 14"}, {"age": 14}),
+            _s("k", "allocate_kart", "tool", 3, {"driver": "Tolu"}, {"ballast_kg": 14}, "b"),
+            _failed(_s("v", "validate", "condition", 5, {"age": 14, "ballast_kg": 14}, None, "b", "k"),
+                    "Tolu (age 14) is allocated an adult kart"),
+        )
+        lin = Lineage(run)
+        [said] = [a for a in atoms("Tolu (age 14) is allocated an adult kart") if a.kind == "number"]
+        assert lin.origin(said, before=2).step_id is None
+        [ballast] = [a for a in lin.view("v").inputs if a.field == "ballast_kg"]
+        assert lin.origin(ballast, before=2).step_id == "k"
+
+    def test_a_wrong_number_equal_to_an_earlier_id_still_originates_where_it_was_written(self) -> None:
+        """The request's order id is 250 and the charge tool wrongly charged 250: "charged 250 is above the quoted price"
+        names the charge, not the id (the message writes no ``order_id`` in front of it), so the tool introduced
+        it, though the check was also handed the id (rev53l)."""
+        run = _run(
+            _s("o", "request", "input", 1, {"text": "order 250, 15 lamps"}, {"order_id": 250, "quantity": 15}),
+            _s("c", "charge_card", "tool", 3, {"card": "visa"}, {"charged": 250}, "o"),
+            _failed(_s("v", "validate", "condition", 5, {"order_id": 250, "charged": 250}, None, "o", "c"),
+                    "charged 250 is above the quoted price"),
+        )
+        [said] = [a for a in atoms("charged 250 is above the quoted price") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=2).step_id == "c"
+
+    def test_a_number_only_the_later_step_held_still_originates_there(self) -> None:
+        """With age 12 in the booking, the kart tool's 14 is its own: a failure naming 14 traces to it; and a step
+        that encloses the tool (given what it made) is no earlier holder."""
+        run = _run(
+            _s("b", "booking", "input", 1, {"text": "Tolu, age 12"}, {"age": 12}),
+            _s("a", "karts", "agent", 2, {"driver": "Tolu"}, {"ballast_kg": 14}, "b"),
+            _s("k", "allocate_kart", "tool", 3, {"driver": "Tolu"}, {"ballast_kg": 14}, parent_id="a"),
+            _s("v", "validate", "condition", 5, {"age": 12, "ballast_kg": 14}, None, "b", "a"),
+        )
+        [said] = [a for a in atoms("Tolu is given 14 kg of ballast") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=3).step_id == "k"
+
+    def test_a_number_the_consumer_got_from_the_later_step_alone_originates_there(self) -> None:
+        """A model was given 3.2 hours; a pricing tool later answered a rate of 3.2 and the check was handed the rate
+        alone: the 3.2 its failure names is the tool's, whatever an earlier step held by chance."""
+        run = _run(
+            _s("m", "plan", "llm", 1, {"hours": 3.2}, {"plan": "steam clean"}),
+            _s("p", "price_job", "tool", 3, {"plan": "steam clean"}, {"rate_per_m2": 3.2}, "m"),
+            _s("v", "submit", "tool", 5, {"rate_per_m2": 3.2}, None, "p"),
+        )
+        [said] = [a for a in atoms("rate 3.20 is not the wool rate") if a.kind == "number"]
+        assert Lineage(run).origin(said, before=2).step_id == "p"
 
     def test_an_enclosing_step_does_not_introduce_what_its_children_made(self) -> None:
         """An agent span's output holds its child's value; the child, not the agent, introduced it."""

@@ -193,3 +193,120 @@ def test_a_failing_step_linked_only_by_what_its_message_states_is_said_to_name_t
     reasons = [r for c in causes for r in c.reasons]
     assert "introduced route=standard van, which the failure at check_slot names" in reasons
     assert not any("where the run failed, was given" in r or "bay=" in r or "accepted" in r for r in reasons)
+
+
+def _recorded_check(given: dict[str, object], looked_up: dict[str, object], made: dict[str, object], message: str) -> Run:
+    """A run recorded by the recorder: a request (``given``, the run's input), a lookup answering ``looked_up``, a
+    tool answering ``made`` (later, asked for nothing it returns), and a check, handed all three, that fails with
+    ``message``."""
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    with capture_runs() as runs:
+        try:
+            with trajdebug.run("order-check"):
+                with trajdebug.step("request", kind="input", input=given) as req:
+                    req.output = given
+                with trajdebug.step("get_order_form", kind="tool", input={"order": "W-303"}, deps=[req]) as form:
+                    form.output = looked_up
+                with trajdebug.step("make", kind="tool", input={"order": "W-303"}, deps=[form]) as tool:
+                    tool.output = made
+                with trajdebug.step("validate", kind="condition", input={**given, **looked_up, **made}, deps=[form, tool]):
+                    raise ValueError(message)
+        except ValueError:
+            pass
+    return runs[0]
+
+
+def _thin(run: Run) -> dict[str, tuple[float, str]]:
+    """The thin slice of a run's failure by step name: (strength, reason) of each step on it."""
+    from trajdebug.analysis._localize import collect_evidence
+
+    names = {s.step_id: s.name for s in run.steps}
+    return {names[sid]: (w, why) for sid, (w, why) in collect_evidence(run).thin.items()}
+
+
+def _reasons(run: Run) -> dict[str, list[str]]:
+    """The reasons of each ranked step by name."""
+    from trajdebug.analysis import analyze
+
+    names = {s.step_id: s.name for s in run.steps}
+    return {names[c.step_id]: list(c.reasons) for c in analyze(run, model=None).localization.ranked_all}
+
+
+def test_a_number_the_runs_input_held_is_introduced_by_no_later_step_that_writes_it_again() -> None:
+    """The request gave Tolu's age 14; a kart tool later answered a ballast of 14 kg: when the failure names 14
+    ("Tolu (age 14) ..."), the tool only wrote the number again, it did not introduce the value (issue 23)."""
+    run = _recorded_check(
+        {"driver": "Tolu", "age": 14}, {"order": "W-303"}, {"kart": "adult 270cc", "ballast_kg": 14},
+        "Tolu (age 14) is allocated an adult 270cc kart",
+    )
+    assert not any("14" in r for r in _reasons(run)["make"])
+
+
+def test_a_number_no_step_held_before_is_introduced_by_the_step_that_wrote_it() -> None:
+    """The same run where the request gave age 12 and the failure names the tool's 14: the tool introduced it."""
+    run = _recorded_check(
+        {"driver": "Tolu", "age": 12}, {"order": "W-303"}, {"kart": "adult 270cc", "ballast_kg": 14},
+        "Tolu is allocated an adult 270cc kart with 14 kg of ballast",
+    )
+    assert "introduced '14', which the failure at validate names" in _reasons(run)["make"]
+
+
+def test_of_two_numbers_a_failure_compares_the_one_that_came_first_is_the_yardstick_and_weighs_half() -> None:
+    """"21 portions for 130 guests": the order form's 130 came first, the tool that made 21 came later and
+    disagrees with it; the form's finding weighs half the tool's (``yardstick``), and the tool leads (issue 23)."""
+    run = _recorded_check({"ask": "check W-303"}, {"order": "W-303", "guests": 130}, {"portions": 21}, "W-303: 21 portions for 130 guests")
+    thin = _thin(run)
+    assert thin["get_order_form"][0] == pytest.approx(thin["make"][0] / 2)
+    assert next(iter(_reasons(run))) == "make"
+
+
+def test_a_bound_a_failure_states_is_no_side_of_a_comparison() -> None:
+    """"21 portions, below the minimum of 130": 130 is the check's limit, not a side; the form keeps its full finding."""
+    one = _thin(_recorded_check({"ask": "check W-303"}, {"order": "W-303", "guests": 130}, {"portions": 21}, "21 portions"))
+    run = _recorded_check(
+        {"ask": "check W-303"}, {"order": "W-303", "guests": 130}, {"portions": 21}, "21 portions, below the minimum of 130"
+    )
+    assert _thin(run)["get_order_form"][0] > one["make"][0] / 2
+
+
+def test_a_wrong_number_equal_to_an_id_the_run_held_before_is_still_introduced_by_the_step_that_wrote_it() -> None:
+    """The request's order id is 250 and the charge tool wrongly charged 250: "charged 250 is above the quoted
+    price" writes no ``order_id`` in front of the number, so the tool still introduced it (rev53l HIGH 1)."""
+    run = _recorded_check(
+        {"order_id": 250, "item": "lamp"}, {"order": "W-303", "unit_price": 200}, {"charged": 250},
+        "charged 250 is above the quoted price",
+    )
+    assert "introduced '250', which the failure at validate names" in _reasons(run)["make"]
+
+
+def test_a_number_the_message_writes_under_the_earlier_field_is_not_introduced_again() -> None:
+    """The same run where the message says "order_id 250 was charged twice": it names the request's field in
+    front of the number, and the tool that wrote 250 again did not introduce it."""
+    run = _recorded_check(
+        {"order_id": 250, "item": "lamp"}, {"order": "W-303", "unit_price": 200}, {"charged": 250},
+        "order_id 250 was charged twice",
+    )
+    assert not any("250" in r for r in _reasons(run)["make"])
+
+
+def test_a_small_whole_number_is_no_side_of_a_comparison() -> None:
+    """"21 portions for 8 guests": 8 is a count that recurs by chance, so the form that stated it first keeps its
+    full finding (no ``yardstick`` share)."""
+    thin = _thin(_recorded_check({"ask": "check W-303"}, {"order": "W-303", "guests": 8}, {"portions": 21}, "W-303: 21 portions for 8 guests"))
+    assert thin["get_order_form"][0] == pytest.approx(thin["make"][0])
+
+
+def test_a_lead_that_comes_only_from_the_yardstick_share_is_at_most_unsure() -> None:
+    """"charged 120 but the quote says 100": the same recording is a wrong charge or a stale quote; the charge
+    tool leads the quote only by the share the earlier side loses, so the verdict says unsure, and why (rev53l)."""
+    from trajdebug.analysis import analyze
+
+    run = _recorded_check({"ask": "buy a lamp"}, {"order": "W-303", "quote": 100}, {"charged": 120}, "charged 120 but the quote says 100")
+    a = analyze(run, model="default")
+    names = {s.step_id: s.name for s in run.steps}
+    top = a.localization.ranked_all[0]
+    assert names[top.step_id] == "make"
+    assert a.ranking_verdict == "unsure"
+    assert any("yardstick share" in r and "at most unsure" in r for r in top.reasons)

@@ -13,6 +13,7 @@ from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
     Found,
+    Mark,
     Slice,
     _field_words,
     _short,
@@ -415,6 +416,39 @@ def _feeds_only(sl: Slice, sid: str, fid: str) -> bool:
     """Whether everything that consumed a step's output is the failing step (or encloses it)."""
     users = [c for c, _ in sl.g.children(sid) if c != sid]
     return bool(users) and all(c == fid or inside_of(sl, fid, c) for c in users)
+
+def yardsticks(
+    sl: Slice, named: Sequence[Atom], end: int, within: set[str], skip: frozenset[str], bounds: set[float]
+) -> tuple[set[str], list[Found]]:
+    """The side of a comparison a failure states that the run was measured against, by structure alone (its
+    key), and a ``yardstick`` mark of the step that made the other side, naming the step that made this one: its
+    lead may come from that share alone, and no verdict may rise on it (`Ranking.by_yardstick`).
+
+    A check names two numbers of one comparison: "21 portions for 130 guests", "charged 31.0 a
+    day, catalogue 62.0", "charged 15.0, quote 12.5".  When each was introduced by a step of its
+    own, the one whose origin came first is the yardstick when a record stated it under a name (the order's
+    ``guests``, the catalogue's ``eur_day``): the run held it before the step that made the number disagreeing
+    with it.  Its origin is weaker evidence (the ``yardstick`` share) than the later one's.  A number an
+    earlier text wrote in passing (a note's "raise the price to 25") is no record's value: it may be what
+    misled the run.  A bound the message states ("above the 30-day maximum") is no side; a value computed
+    from others passes its mark on and is left out.  Dates are no sides: a date taken up from an earlier
+    message (the request's day, misread) is as often the wrong one as the record's.  A small whole number
+    (-10..10, any unit) is no side, as the lineage's ``held_before`` leaves it out: a count recurs in any run
+    by chance, so which step made it first says little ("sheet lists 3 riders, booking is for 4" has none).
+    """
+    out: tuple[set[str], list[Found]] = (set(), [])
+    sides = [a for a in {a.key: a for a in named if a.kind == "number"}.values() if a.number not in bounds]
+    if any(a.number is None or (a.number == int(a.number) and -10 <= a.number <= 10) for a in sides):
+        return out
+    if len(sides) != 2:
+        return out
+    origins = [(sl.lin.origin(a, end, within, skip), a.key) for a in sides]
+    made = [(sl.g.position(o.step_id), key, o.atom.field, o.step_id) for o, key in origins if o.step_id and not o.derived_from]
+    if len(made) == 2 and made[0][0] != made[1][0] and min(made)[2] is not None:
+        out[0].add(min(made)[1])
+        out[1].append(Mark(max(made)[3], "yardstick", sl.w["origin"], min(made)[3]))
+    return out
+
 
 def inside_of(sl: Slice, sid: str, outer: str) -> bool:
     """Whether step `sid` runs inside step `outer` (a descendant in the step tree)."""

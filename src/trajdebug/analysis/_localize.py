@@ -135,6 +135,9 @@ class Localization:
     """Every ranked step id, best first (the candidates are its head)."""
     ranked_all: Sequence[Candidate] = ()
     """Every ranked step as a candidate, in the order of ``ranking`` (each with its ``features``; built as read)."""
+    yardstick: Mapping[str, str] = field(default_factory=dict)
+    """A step that leads the other side of a comparison only by the ``yardstick`` share -> the sentence that says
+    so (`Ranking.by_yardstick`): as the best candidate its verdict is at most ``unsure`` (`learned.rerank`)."""
 
 
 def failure_evidence(failures: Iterable[Failure]) -> list[Evidence]:
@@ -263,7 +266,13 @@ def rank_steps(r: Ranking, *, top: int = 5, started: float | None = None) -> Loc
     stats = SearchStats(
         len(run.steps), len(ranked), time.perf_counter() - t0, len(r.profile.runs) if r.profile else 0
     )
-    return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every)
+    names = r.g.steps
+    yard = {
+        sid: f"leads {names[e].name} only because {names[e].name} made its side of the comparison first (the "
+        f"yardstick share): the verdict is at most unsure"
+        for sid in r.yardstick if (e := r.by_yardstick(sid)) is not None
+    }
+    return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every, yard)
 
 
 class Ranked(Sequence[Candidate]):

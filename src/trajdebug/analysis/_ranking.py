@@ -114,6 +114,8 @@ class Ranking:
         self.thin: dict[str, tuple[float, str]] = {}
         self.symptoms: set[str] = set()
         self.elsewhere: dict[str, str] = {}
+        self.yardstick: dict[str, tuple[str, float]] = {}
+        """Later side of a comparison -> (the earlier side's step, its finding's full strength) (`yardsticks`)."""
         self.good = _verified_good(run)
         self.lexicon = lexicon
         self.ids: list[str] = []
@@ -175,6 +177,8 @@ class Ranking:
             if isinstance(x, Mark):
                 if x.name == "elsewhere":
                     self.elsewhere[x.step_id] = x.sentence
+                elif x.name == "yardstick":  # (its sentence: the step of the earlier side)
+                    self.yardstick[x.step_id] = (x.sentence, x.value)
                 elif x.value > self.thin.get(x.step_id, (0.0, ""))[0]:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
@@ -349,6 +353,18 @@ class Ranking:
                     self.best_in[p] = c
                     self.via[p] = (sid, d)
 
+
+    def by_yardstick(self, sid: str) -> str | None:
+        """The earlier side of a comparison this step leads only by the ``yardstick`` share (None: none): with that
+        side's finding at full strength, the earlier step would score at least as high.  The order stands (a bet
+        right about 9 times in 10 on the development suites), but no verdict may rise on it: a stale quote or a
+        stale discount makes the earlier side the wrong one, in the same recording (rev53l)."""
+        earlier, full = self.yardstick.get(sid, ("", 0.0))
+        t = self.thin.get(earlier, (0.0, ""))[0]
+        if earlier not in self.scores or not 0.0 < t < full:
+            return None
+        undone = self.scores[earlier] * (1.0 + self.w["thin"] * full) / (1.0 + self.w["thin"] * t)
+        return earlier if undone >= self.scores.get(sid, 0.0) else None
 
     def factor(self, sid: str) -> float:
         """Focus (the step produces what failed, or introduced a value the failure involves) and

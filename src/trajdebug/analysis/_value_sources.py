@@ -32,6 +32,7 @@ from trajdebug.analysis._contradictions import (
     short_collection,
     status_codes,
     whatif_found,
+    yardsticks,
 )
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
@@ -222,7 +223,6 @@ def _named_values(
 
     ``seen`` collects the keys of the values handled (the caller skips them later).
     """
-    out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
     # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
@@ -237,6 +237,7 @@ def _named_values(
     bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
     checked = checked_values(message, sl.lexicon)  # "is 122 days, above the 30-day maximum"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
+    yard, out = yardsticks(sl, named, end, within, skip, bounds)  # (and the marks of the later sides)
     for a in named:
         if a.key in seen:
             continue
@@ -248,6 +249,7 @@ def _named_values(
         # A message naming an id beside numbers or dates ("reservation R-1 runs 3 to 7
         # June (4 nights)") names what it checked by the id and what is wrong by the rest.
         strength = sl.w["origin"] * (sl.w["subject_id"] if a.kind == "id" and quantities else 1.0)
+        strength *= sl.w["yardstick"] if a.key in yard else 1.0
         if not reached and any(v.given(a) for v in inner):
             # It reached the inner step that raised: that failure's own reading
             # covers the value (nothing on the way to it lost it).
@@ -402,8 +404,6 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
         ):
             return later.step_id
     return None
-
-
 
 
 def _history(msgs: list[Any] | None) -> list[Any] | None:

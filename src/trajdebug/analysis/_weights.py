@@ -43,6 +43,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "symptom_rank": 0.6,  # and of its reach: the failure shows there, its cause lies upstream
     "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
     "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
+    "yardstick": 0.5,  # share of "origin" for the side of a two-value comparison whose origin came first
     "subject_id": 0.6,  # share of "origin" for an id a failure names beside numbers or dates (what it checked)
     "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
     "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure

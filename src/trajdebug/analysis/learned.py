@@ -330,12 +330,17 @@ def rerank(
     rest = tuple(s for s in loc.ranking if s not in placed)
     keep = len(loc.candidates) if top is None else top
     best = cands[0].confidence if cands else None
+    verdict = m.verdict(best, bool(analysis.references)) if cands else None
+    note = loc.yardstick.get(cands[0].step_id) if cands else None
+    if note is not None:  # its lead is a structural bet, not evidence (`Localization.yardstick`)
+        verdict = "unsure"
+        cands[0] = replace(cands[0], reasons=(*cands[0].reasons, note))
     return replace(
         analysis,
         localization=replace(
             loc, candidates=cands[:keep], ranking=ranking + rest, ranked_all=tuple(cands), method="trajdebug+learned"
         ),
-        verdict=m.verdict(best, bool(analysis.references)) if cands else None,
+        verdict=verdict,
     )
 
 

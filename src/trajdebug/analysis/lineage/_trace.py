@@ -46,7 +46,9 @@ from trajdebug.analysis.lineage._views import (
     StepView,
     _has_word,
     failure_atoms,
+    held_before,
     named_reads,
+    seen_index,
     step_views,
     trivial,
 )
@@ -97,6 +99,8 @@ class Lineage:
         self.steps = run.steps
         self._words: dict[str, list[int]] | None = None
         self._given: dict[tuple[str, str], int] | None = None
+        self._seen = seen_index(self.views[s.step_id] for s in run.steps)  # (`held_before`)
+        self._parent = {s.step_id: s.parent_id for s in run.steps}
         self._holders: dict[str, list[int]] = {}
         for i, s in enumerate(run.steps):
             v = self.views[s.step_id]
@@ -127,10 +131,9 @@ class Lineage:
     def origin(self, atom: Atom, before: int, within: set[str] | None = None, skip: Container[str] = ()) -> Origin:
         """Where a value a step at position ``before`` held came from.
 
-        The earliest step before it whose output holds the value and whose input
-        does not, never one in ``skip``; holders inside ``within`` (the consumer's
-        backward slice) are preferred when there are any.
-        """
+        The earliest step before it whose output holds the value and whose input does not, never one in ``skip``;
+        holders inside ``within`` (the consumer's backward slice) are preferred when there are any.  None when
+        the run had the value before that step did (`held_before`): it wrote it again, it did not introduce it."""
         pos = self.holders(atom.key, before)
         if not pos and atom.kind == "text":
             pos = self._writers(atom, before)
@@ -146,7 +149,10 @@ class Lineage:
                 continue  # a span's number, and the value is no span (``15%`` beside a ``15m`` window)
             if not view.given(atom):
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
-                if self._caller_gave_instead(atom, produced, before):
+                consumer = self.views[self.steps[before].step_id] if before < len(self.steps) else None
+                if self._caller_gave_instead(atom, produced, before) or held_before(
+                    atom, produced, p, self._seen, _ancestors(sid, self._parent), self.steps, consumer, before
+                ):
                     return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))
         return Origin(None, atom)
@@ -238,15 +244,10 @@ class Lineage:
         common to say where a step took it from, and an enclosing step (which
         holds what its children made) is not where its own children took it.
         """
-        parent = {s.step_id: s.parent_id for s in self.steps}
         out: dict[str, list[Dependency]] = {}
         for i, s in enumerate(self.steps):
             best: dict[int, tuple[float, str]] = {}
-            ancestors: set[str] = set()
-            cur = parent.get(s.step_id)
-            while cur is not None and cur not in ancestors and len(ancestors) < 64:
-                ancestors.add(cur)
-                cur = parent.get(cur)
+            ancestors = _ancestors(s.step_id, self._parent)
             for a in self.views[s.step_id].inputs:
                 # The holders before this step are a prefix of the value's holders: only its length
                 # and last position are needed (a copy of it per input value was quadratic).
@@ -353,12 +354,11 @@ class Lineage:
         an empty default (``filters={}``) after unrelated steps is no result handed on.
         """
         out: dict[str, list[Dependency]] = {}
-        parent = {s.step_id: s.parent_id for s in self.steps}
         latest: dict[str, Step] = {}
         # The latest step under each enclosing step.
         last: dict[str | None, Step] = {}
         for s in self.steps:
-            ancestors = _ancestors(s.step_id, parent)
+            ancestors = _ancestors(s.step_id, self._parent)
             deps: dict[str, Dependency] = {}
             for k, v in s.input.items() if isinstance(s.input, dict) else ():
                 p = latest.get(str(k)) if _empty(v) else None

@@ -15,6 +15,7 @@ characters.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -524,7 +525,63 @@ def holds_empty(value: Any, f: str) -> bool:
     )
 
 
+def seen_index(views: Iterable[StepView]) -> dict[str, list[int]]:
+    """Value key -> the positions of the steps (in start order) whose input or output holds it as a value."""
+    out: dict[str, list[int]] = {}
+    for i, v in enumerate(views):
+        for k in {a.key for a in v.inputs} | v.out_keys:
+            out.setdefault(k, []).append(i)
+    return out
+
+
+def labelled(text: str, name: str | None, raw: str) -> bool:
+    """Whether ``text`` writes field ``name`` (its last dotted part, ``_`` or ``-`` read as any of them or a
+    blank) right in front of the number ``raw``: "age 14", "age: 14", "(age=14)" for ``age``; matched as the
+    field's own name, never as a word of some language."""
+    if not name or not raw:
+        return False
+    parts = [re.escape(w) for w in re.split(r"[_\-\s]+", name.rsplit(".", 1)[-1]) if w]
+    if not parts:
+        return False
+    pat = r"(?<![\w])" + r"[\s_\-]+".join(parts) + r"\s*[:=]?\s*" + re.escape(raw) + r"(?![\w.]\d)"
+    return re.search(pat, text, re.IGNORECASE) is not None
+
+
+def held_before(
+    atom: Atom, produced: Atom, at: int, seen: Mapping[str, list[int]], enclosing: set[str], steps: Sequence[Step],
+    consumer: StepView | None, consumer_at: int = -1,
+) -> bool:
+    """Whether the number a ``consumer`` holds as ``atom``, which the step at ``at`` wrote as ``produced``, was
+    already given to or held by a step before it (by `seen_index`; not one ``enclosing`` it, which was given what
+    its children made), and reached the consumer from there too: the step at ``at`` then wrote it again, by
+    chance (a kart's ballast of 14 kg after the booking's age 14, both handed to the check), it did not
+    introduce it.  Only when the consumer holds it by no name (a number of a failure's message) and was also
+    given it under another name than that step wrote: a consumer that got it from that step alone (a rate the
+    pricing tool wrote, equal to some earlier step's hours) names its origin.  Only numbers, never a small
+    whole number (a count recurs in any run by chance); a date the run held before (a superseded one) may be
+    exactly what a step wrongly took up again.  And only when the consumer's error message writes that other
+    name right in front of the number ("age 14" for the booking's ``age``): a wrong charge of 250 that equals an
+    order id, or of 15 that equals a quantity, is the most ordinary wrong value, and "charged 250" names the
+    producer's number, not the id (rev53l)."""
+    if atom.kind != "number" or atom.field is not None or consumer is None or at >= len(steps):
+        return False
+    if trivial(Atom(atom.key, atom.kind, None, None, atom.raw, atom.number)):
+        return False  # (whatever it counts: "2 servers" is as common a number as a bare 2)
+    error = steps[consumer_at].error if 0 <= consumer_at < len(steps) else None
+    said = error.message if error is not None else ""
+    if not any(
+        b.key == atom.key and b.field not in (None, produced.field) and labelled(said, b.field, atom.raw)
+        for b in consumer.inputs
+    ):
+        return False
+    found = seen.get(atom.key, [])
+    return any(steps[q].step_id not in enclosing for q in found[: bisect.bisect_left(found, at)])
+
+
 __all__ = [
+    "held_before",
+    "labelled",
+    "seen_index",
     "holds_empty",
     "holds_untraced",
     "ENVELOPE_KEYS",
