@@ -2948,3 +2948,23 @@ def test_only_values_volatile_by_form_make_a_volatile_difference(now: str, old: 
     from trajdebug.analysis.reference._fields import volatile_difference
 
     assert (volatile_difference(now, old) is not None) is volatile
+
+
+def test_a_new_stamp_a_later_step_was_handed_is_a_changed_answer() -> None:
+    """An answer new only in its stamp is the same answer unless a step that started after it ended was handed
+    the stamp (or a failure's message names it): a step that ran before it ended, or its own input, does not
+    count, and a second run's steps are read afresh."""
+    from trajdebug.analysis.reference._answers import _volatile_only
+    from trajdebug.core.model import ErrorInfo, Step
+
+    now, old = '{"t": 4, "at": "2026-12-06T11:40:01Z"}', '{"t": 4, "at": "2026-12-06T11:43:19Z"}'
+    stamp = "2026-12-06T11:40:01Z"
+    fetch = Step("f", "fetch", kind="tool", input={"at": stamp}, start_ns=10, end_ns=20)
+    early = Step("e", "plan", input={"at": stamp}, start_ns=15, end_ns=16)
+    late = Step("l", "log", input={"seen": stamp}, start_ns=30, end_ns=31)
+    other = Step("o", "log", input={"seen": "nothing"}, start_ns=30, end_ns=31)
+    assert _volatile_only(fetch, {"f": fetch, "e": early, "o": other}, now, {old: ""})
+    assert not _volatile_only(fetch, {"f": fetch, "e": early, "l": late}, now, {old: ""})
+    named = Step("n", "check", input={}, start_ns=5, end_ns=6, status="error",
+                 error=ErrorInfo("ValueError", f"reading at {stamp} is older than the order"))
+    assert not _volatile_only(fetch, {"f": fetch, "n": named}, now, {old: ""})

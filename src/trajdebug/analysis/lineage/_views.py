@@ -293,7 +293,6 @@ def _made_of(step_id: str, kids: dict[str, list[str]], by_id: dict[str, Step]) -
     return out
 
 
-
 def _children(run: Run) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for s in run.steps:

@@ -8,6 +8,7 @@ same subject.  Split from `_invariants` (which calls `answer_checks` for every p
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -142,12 +143,40 @@ def _volatile_only(step: Step, steps: Mapping[str, Step] | None, now: str, answe
         return False
     texts = {v[1:-1] if v[:1] == '"' == v[-1:] else v for v in new}
     after = step.end_ns if step.end_ns is not None else step.start_ns
-    for s in (steps or {}).values():
-        read = _canon(s.input) if s.step_id != step.step_id and s.start_ns >= after else ""
-        said = s.error.message if s.error is not None else ""
-        if any(t in read or t in said for t in texts):
-            return False
-    return True
+    if step.start_ns >= after:  # (a step of no duration: its own input is no later reader, skip it by id)
+        for s in (steps or {}).values():
+            read = _canon(s.input) if s.step_id != step.step_id and s.start_ns >= after else ""
+            said = s.error.message if s.error is not None else ""
+            if any(t in read or t in said for t in texts):
+                return False
+        return True
+    joined, start, said = _read_texts(steps or {}, after)
+    return not any(joined.find(t, start) >= 0 or t in said for t in texts)
+
+
+_READS: tuple[Any, Any] = (None, None)
+"""The last run's steps and their texts (`_read_texts`), one tuple swapped whole (two analyses in two threads each
+read a consistent pair): every step of a run with stamps in its answers asks, and writing every input out again
+for each of them was quadratic in the run's length."""
+
+
+def _read_texts(steps: Mapping[str, Step], after: int) -> tuple[str, int, str]:
+    """The run's canonical inputs joined in start order (a NUL between two, which no stamp or id holds, so no
+    match spans two inputs), the offset where those of the steps that started at or after ``after`` begin, and
+    every step's error message joined."""
+    global _READS
+    cached = _READS
+    if cached[0] is not steps:
+        order = sorted(steps.values(), key=lambda s: s.start_ns)
+        texts = [_canon(s.input) for s in order]
+        offsets = [0]
+        for text in texts:
+            offsets.append(offsets[-1] + len(text) + 1)
+        said = "\0".join(s.error.message for s in order if s.error is not None)
+        cached = (steps, ([s.start_ns for s in order], offsets, "\0".join(texts), said))
+        _READS = cached
+    starts, offsets, joined, said = cached[1]
+    return joined, offsets[bisect.bisect_left(starts, after)], said
 
 
 def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:
