@@ -86,7 +86,9 @@ UTC on 24165bf8, the last round's final analysis: development suites since).  ``
 (written blind and frozen on 2026-12-06 at 05:26 and 05:27 UTC, scored once held out at 07:50-07:51 UTC on 99516d54,
 the last round's final analysis: development suites since).  ``suite_zzv`` and ``suite_zzw`` (written blind and
 frozen on 2026-12-06 at 08:04 UTC, scored once held out at 10:36 UTC on 34f1776f, the last round's final analysis:
-development suites since).  ``suite_zzx`` and ``suite_zzy`` (written blind this round) are held out
+development suites since).  ``suite_zzx`` and ``suite_zzy`` (written blind and frozen on 2026-12-06 at 10:50 and 10:57 UTC, scored
+once held out at 13:18 UTC on 9ad6b575, the last round's final analysis: development suites since).  ``suite_zzz``
+and ``suite_zzza`` (written blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -110,8 +112,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzy": "held out (written blind and frozen on 2026-12-06 at 10:57 UTC; not yet scored: the next round's first measure, with suite_zzx)",
-    "suite_zzx": "held out (written blind and frozen on 2026-12-06 at 10:50 UTC; not yet scored: the next round's first measure, with suite_zzy)",
+    "suite_zzza": "held out (written blind on 2026-12-06 in round 54; not yet scored: the next round's first measure, with suite_zzz)",
+    "suite_zzz": "held out (written blind on 2026-12-06 in round 54; not yet scored: the next round's first measure, with suite_zzza)",
+    "suite_zzy": "development (scored once held out on 2026-12-06 at 13:18 UTC on 9ad6b575; its misses not yet studied)",
+    "suite_zzx": "development (scored once held out on 2026-12-06 at 13:18 UTC on 9ad6b575; its misses not yet studied)",
     "suite_zzw": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
     "suite_zzv": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
     "suite_zzu": "development (scored once held out on 2026-12-06 at 07:51 UTC on 99516d54; its misses not yet studied)",
