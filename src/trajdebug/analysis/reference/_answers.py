@@ -17,6 +17,7 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
+from trajdebug.analysis.reference._call_keys import _canon, answer_key, asked_of, keyed_parts
 from trajdebug.analysis.reference._fields import (
     _NUMBER,
     _SHAPE_ALPHA,
@@ -29,17 +30,7 @@ from trajdebug.analysis.reference._fields import (
     _units,
     volatile_difference,
 )
-from trajdebug.analysis.reference._profile import (
-    Profile,
-    StepKey,
-    _canon,
-    _StepStats,
-    _tools_of,
-    answer_key,
-    asked_of,
-    keyed_parts,
-    step_key,
-)
+from trajdebug.analysis.reference._profile import Profile, StepKey, _StepStats, _tools_of, step_key
 from trajdebug.analysis.reference._select import stated
 from trajdebug.core.chat import input_messages, normalize_llm_step, tool_calls, tool_names
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
