@@ -30,7 +30,7 @@ from trajdebug.analysis.reference import (
     unkeyed,
     violations,
 )
-from trajdebug.analysis.reference._answers import first_picks
+from trajdebug.analysis.reference._first_picks import first_picks
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step

@@ -44,8 +44,9 @@ from trajdebug.analysis.lineage import (
     queue_keys,
     semantic,
 )
-from trajdebug.analysis.reference._answers import answer_checks, picked_first
+from trajdebug.analysis.reference._answers import answer_checks
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
+from trajdebug.analysis.reference._first_picks import picked_first
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
     MIN_SUPPORT,
