@@ -27,8 +27,9 @@ from dataclasses import dataclass, replace
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis import reference
-from trajdebug.analysis._detect import Failure, cut_short
+from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._failures import cut_short
 from trajdebug.analysis._sign_rule import CallRules
 from trajdebug.analysis.inference import carried_map
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
