@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._conflicts import contradictions, present, upstream_outputs
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
@@ -134,7 +135,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     args = list(content.decoded_leaves(step.input))
     # The haystack's numbers are read only when an argument is a number (`present` reads ``forms`` for those alone).
     numeric = any(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in args)
-    forms = content.number_forms(hay) if numeric else set()
+    forms = numerals.number_forms(hay) if numeric else set()
     checked, missing, chosen = 0, [], False
     echoed = _echoed(step, ctx)
     for path, v in args:
