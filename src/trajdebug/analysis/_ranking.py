@@ -31,17 +31,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._elsewhere import off_the_failure, other_entities
 from trajdebug.analysis._evidence import Evidence, Verdict, fold, strongest
 from trajdebug.analysis._left_out import shortened_lists
-from trajdebug.analysis._sources import (
-    ARGUMENT_SIGNALS,
-    Mark,
-    Slice,
-    local_evidence,
-    off_the_failure,
-    other_entities,
-    reference_evidence,
-)
+from trajdebug.analysis._sources import ARGUMENT_SIGNALS, Mark, Slice, local_evidence, reference_evidence
 from trajdebug.analysis._unfilled import unfilled_handles
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis._weights import (
