@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext
 from trajdebug.analysis.diagnosers._state_values import _NAMED_NUMBER
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
@@ -38,12 +39,12 @@ def _lost(values: list[Any], text: str) -> list[Any]:
             if v.strip().lower() in text:
                 continue
             # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
-            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
+            n = numerals.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
             if n is None:
                 lost.append(v)
                 continue
         else:
-            n = content.norm_number(repr(v))
+            n = numerals.norm_number(repr(v))
         if forms is None:
             forms = _number_forms(text)
         if n not in forms:
@@ -57,10 +58,10 @@ same text.  One pair swapped whole, so two threads analysing at once never pair 
 
 
 def _number_forms(text: str) -> set[str]:
-    """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
+    """`numerals.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
     last = _FORMS_OF[0]
     if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        last = (text, content.number_forms(text))
+        last = (text, numerals.number_forms(text))
         _FORMS_OF[0] = last
     return last[1]
 
@@ -131,9 +132,9 @@ def _norm(v: Any) -> str | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return content.norm_number(repr(v))
+        return numerals.norm_number(repr(v))
     if isinstance(v, str) and _NUMERAL.fullmatch(v.strip()):
-        return content.norm_number(v.strip())
+        return numerals.norm_number(v.strip())
     return None
 
 
@@ -201,7 +202,7 @@ def _named(v: Any, said: list[str]) -> bool:
         return False
     n = _norm(v)
     if n is not None:
-        return any(content.norm_number(m.group(0)) == n for s in said for m in _NAMED_NUMBER.finditer(s))
+        return any(numerals.norm_number(m.group(0)) == n for s in said for m in _NAMED_NUMBER.finditer(s))
     low = t.casefold()
     if any(low == (m.group(1) or m.group(2) or "").strip().casefold() for s in said for m in _QUOTED.finditer(s)):
         return True
