@@ -29,7 +29,13 @@ exception escapes, the SDK records it again on the agent span, re-wrapped
 once.  An error that reaches a top-level agent span, or its last turn (where
 the SDK records a rejected answer), is one ``Runner.run`` raised: it *failed*
 the run (the SDK's task span records no error of its own).  Inside a tool
-(``Agent.as_tool``) it is the sub-run's, which the caller may recover.
+(``Agent.as_tool``) it is the sub-run's, which the caller may recover.  Some
+errors the SDK leaves off the agent span, recorded on the child span that
+reports them only (``ModelBehaviorError``: a tool called with arguments its
+schema rejects); one such error, unrecovered, in the agent that ended the run,
+with no model call of that agent after it, is also one ``Runner.run`` raised.
+A run cut short from outside (a timeout, a cancellation) leaves no error in
+the trace: `TrajdebugProcessor.fail_on_raise` says it in one line.
 
 Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
@@ -48,9 +54,10 @@ errors (the SDK's contract), logging them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +179,48 @@ class TrajdebugProcessor(TracingProcessor):
     def force_flush(self) -> None:
         """Nothing buffered beyond open traces."""
 
+    @contextlib.contextmanager
+    def fail_on_raise(self) -> Iterator[None]:
+        """Fail the runs whose traces end inside the block when an exception leaves it.
+
+        The trace tells almost every way ``Runner.run`` raises (module docstring); one it cannot is a
+        run cut short from outside, a timeout or a cancellation (``asyncio.wait_for``), whose spans the
+        SDK ends with no error.  ``with processor.fail_on_raise(): await Runner.run(agent, question)``
+        fails the block's runs (in `runs`, and by a ``mark`` record in the store and file they went to)
+        with the exception as the reason, and re-raises it.  A run its trace already failed keeps its
+        own reason.  Runs of other tasks whose traces end inside the block are failed too: keep one
+        ``Runner.run`` per block when several run concurrently.
+        """
+        with self._lock:
+            start = len(self.runs)
+        try:
+            yield
+        except BaseException as exc:
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            with self._lock:
+                todo = [(i, r) for i, r in enumerate(self.runs) if i >= start and r.outcome != "failure"]
+                for i, r in todo:
+                    self.runs[i] = replace(r, outcome="failure", failure_reason=reason)
+            for _, r in todo:
+                self._mark_failed(r.run_id, reason)
+            raise
+
+    def _mark_failed(self, run_id: str, reason: str) -> None:
+        """Write the failure mark where the run was delivered (a run joined to an active trajdebug run fails with it)."""
+        from trajdebug.marks import mark
+
+        try:
+            if self._store is not None:
+                if isinstance(self._store, (str, Path)):
+                    mark(self._store, run_id, failed=reason)
+                else:
+                    self._store.mark_run(run_id, "failure", reason)
+            if self._path is not None:
+                with self._lock:
+                    mark(self._path, run_id, failed=reason)
+        except Exception:
+            log.warning("trajdebug: could not mark run %s failed", run_id, exc_info=True)
+
     # -- results ------------------------------------------------------------------------
 
     def to_run(self) -> Run:
@@ -234,6 +283,7 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
         if step.kind == "llm" and "llm.tools" not in step.attributes and offered:
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
     errors = _errors(ordered, steps, details)
+    _raised_at_the_end(ordered, steps, owner, errors)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
     _final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
@@ -442,18 +492,7 @@ def _final_outputs(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, S
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    last_top: dict[str, str] = {}  # top step (one per Runner.run: its task span) -> its last top-level agent
-    for sid, _ in ordered:
-        if owner.get(sid) != sid or _in_tool(steps, sid):
-            continue
-        root = _root_of(steps, sid)
-        # A handoff passes control to an agent that starts after its caller: the last to end holds the answer.
-        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
-            steps[last_top[root]].end_ns or 0,
-            steps[last_top[root]].start_ns,
-        ):
-            last_top[root] = sid
-    for root, agent in last_top.items():
+    for root, agent in _last_agents(ordered, steps, owner).items():
         if agent in final and root != agent and steps[root].output is None and steps[root].kind == "agent":
             steps[root] = replace(steps[root], output=final[agent])
 
@@ -576,6 +615,63 @@ def _errors(
                     ),
                 )
     return events
+
+
+def _last_agents(ordered: list[tuple[str, dict[str, Any]]], steps: Mapping[str, Step], owner: Mapping[str, str | None]) -> dict[str, str]:
+    """Each top step's (one per ``Runner.run``) last top-level agent span: the one that ended the run.
+
+    An agent run as a tool (``Agent.as_tool``) answers the tool, never the run; a handoff passes control to an
+    agent that starts after its caller, so the last to end is the one that ended the run."""
+    last_top: dict[str, str] = {}
+    for sid, _ in ordered:
+        if owner.get(sid) != sid or _in_tool(steps, sid):
+            continue
+        root = _root_of(steps, sid)
+        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
+            steps[last_top[root]].end_ns or 0,
+            steps[last_top[root]].start_ns,
+        ):
+            last_top[root] = sid
+    return last_top
+
+
+def _raised_at_the_end(
+    ordered: list[tuple[str, dict[str, Any]]],
+    steps: Mapping[str, Step],
+    owner: Mapping[str, str | None],
+    events: dict[str, ErrorEvent],
+) -> None:
+    """Fail the run on an error that ended it though the SDK recorded it on no agent or turn span.
+
+    The SDK leaves an error some child span reports off the agent span (a tool called with arguments
+    its schema rejects, ``ModelBehaviorError``, is recorded on the tool's span only) and ``Runner.run``
+    raises it.  The trace still tells: the error is unrecovered (not the SDK's non-fatal error fed back
+    to the model), it is in the agent that ended the run, and no model call of that agent started after
+    it (a run that went on after an error calls the model again: a retried model call, a rejected tool
+    approval, a cancelled tool).
+    """
+    last_agent = _last_agents(ordered, steps, owner)
+    llm_starts: dict[str, list[int]] = {}  # agent span -> its model steps' starts
+    for sid, _ in ordered:
+        if steps[sid].kind == "llm" and owner.get(sid) is not None:
+            llm_starts.setdefault(str(owner[sid]), []).append(steps[sid].start_ns)
+    for eid, e in list(events.items()):
+        if e.stage in ("recovered", "failed"):
+            continue
+        at = e.stages[-1].step_id
+        if at is None or at not in steps:
+            continue
+        root = _root_of(steps, at)
+        agent = last_agent.get(root)
+        if agent is None or owner.get(at) != agent or root == at:
+            continue
+        ended = steps[e.step_id].end_ns or steps[e.step_id].start_ns
+        if any(start >= ended for start in llm_starts.get(agent, ())):
+            continue
+        why = "Runner.run raised it: nothing ran after the error in the agent that ended the run"
+        events[eid] = replace(
+            e, stages=(*e.stages, StageChange("failed", root, steps[root].end_ns or e.stages[-1].time_ns, why))
+        )
 
 
 def _runner_raised(steps: Mapping[str, Step], sid: str) -> bool:
