@@ -647,8 +647,7 @@ def _raised_at_the_end(
     its schema rejects, ``ModelBehaviorError``, is recorded on the tool's span only) and ``Runner.run``
     raises it.  The trace still tells: the error is unrecovered (not the SDK's non-fatal error fed back
     to the model), it is in the agent that ended the run, and no model call of that agent started after
-    it (a run that went on after an error calls the model again: a retried model call, a rejected tool
-    approval, a cancelled tool).
+    it (a run that went on after an error calls the model again, as after a model call the SDK retried).
     """
     last_agent = _last_agents(ordered, steps, owner)
     llm_starts: dict[str, list[int]] = {}  # agent span -> its model steps' starts
