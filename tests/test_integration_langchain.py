@@ -416,6 +416,100 @@ class TestLangGraph:
         assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
 
 
+
+@tool
+def find_aged_user(name: str, age: int) -> str:
+    """Find a user's id by name and age."""
+    return f"u-{name}-{age}"
+
+
+def _tool_graph(model: Any, tools: list[Any], *, handle: bool) -> Any:
+    """A ReAct loop whose ToolNode sends a tool's error to the model (``handle``) or raises it."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    bound = model.bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", call_model)
+    graph.add_node("tools", ToolNode(tools, handle_tool_errors=handle))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+class TestEveryWayAGraphRaises:
+    """Each way ``graph.invoke`` raises is a failed run with a reason; an error sent to the model is not."""
+
+    @pytest.mark.parametrize(
+        ("case", "raised"),
+        [
+            ("tool raises", LookupError),
+            ("invalid arguments", Exception),
+            ("recursion limit", Exception),
+            ("http 400", Exception),
+            ("timeout", TimeoutError),
+        ],
+    )
+    def test_a_raised_invoke_is_a_failed_run(self, case: str, raised: type[BaseException]) -> None:
+        """A tool error the ToolNode raises, arguments the tool's schema rejects, the recursion limit, a model
+        API error, a timeout (``asyncio.wait_for``): the run fails, with a reason even when the exception has
+        no message."""
+        import asyncio
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tracer = TrajdebugTracer()
+        tools: list[Any] = [find_user]
+        config: dict[str, Any] = {"callbacks": [tracer]}
+        call = Reply(tool_calls=(tool_call("find_user", {"name": "ana"}),))
+        script: list[Any] = [call, "done"]
+        if case == "tool raises":
+            script = [Reply(tool_calls=(tool_call("find_user", {"name": "nobody"}),)), "done"]
+        elif case == "invalid arguments":
+            tools = [find_aged_user]
+            script = [Reply(tool_calls=(tool_call("find_aged_user", {"name": "ana", "age": "old"}),)), "done"]
+        elif case == "recursion limit":
+            script, config["recursion_limit"] = [call] * 5, 3
+        elif case == "http 400":
+            script = [Reply(status=400, error="context too long")]
+        else:
+            script = [Reply(text="late", delay=2.0)]
+
+        async def timed(graph: Any) -> Any:
+            return await asyncio.wait_for(graph.ainvoke({"messages": [("user", "who is ana?")]}, config), 0.5)
+
+        def go(server: Any) -> Any:
+            graph = _tool_graph(_chat_openai(server), tools, handle=False)
+            if case == "timeout":
+                return asyncio.run(timed(graph))
+            return graph.invoke({"messages": [("user", "who is ana?")]}, config)
+
+        with FakeModelServer(script) as server, pytest.raises(raised):
+            go(server)
+        run = tracer.to_run()
+        assert run.outcome == "failure"
+        assert run.failure_reason
+        assert any(e.stage == "failed" for e in run.errors)
+
+    def test_invalid_arguments_sent_to_the_model_leave_the_run_a_success(self) -> None:
+        """ToolNode(handle_tool_errors=True) sends the validation error to the model, which answers: a success."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tracer = TrajdebugTracer()
+        script = [Reply(tool_calls=(tool_call("find_aged_user", {"name": "ana", "age": "old"}),)), "Could not."]
+        with FakeModelServer(script) as server:
+            _tool_graph(_chat_openai(server), [find_aged_user], handle=True).invoke(
+                {"messages": [("user", "who is ana?")]}, {"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        [err] = run.errors
+        assert (run.outcome, err.stage) == ("success", "recovered")
+
 class TestNamingRuns:
     """A fleet tells its agents apart: the tracer names runs and records their task."""
 

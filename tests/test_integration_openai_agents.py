@@ -802,3 +802,148 @@ class TestAHandOffAgainstItsRequest:
         clears that desk, and the address's word does not accuse the hand-off of belonging to billing."""
         order = {"order": "O-9", "customer": "C-17", flag: False, "billing_address": "12 Elm St, Leeds"}
         assert self._hand_off(processor, order, desks[0], desks) == []
+
+
+def _typed_lookup(name: str, age: int) -> str:
+    """Find a user's id by name and age."""
+    return f"u-{name}-{age}"
+
+
+
+def _run_support(server: Any, *, tools: Any = (), max_turns: int = 10, timeout: float | None = None, **kwargs: Any) -> Any:
+    """Runner.run of a support agent on the Chat Completions model, optionally under a timeout."""
+    from openai import AsyncOpenAI
+
+    async def go() -> Any:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            agent = Agent(name="support", instructions="Help.", model=_model(client, chat_completions=True),
+                          tools=list(tools), **kwargs)
+            return await asyncio.wait_for(Runner.run(agent, "who is ana?", max_turns=max_turns), timeout)
+
+    return asyncio.run(go())
+
+
+def _tripped_guardrail(kind: str) -> dict[str, Any]:
+    """An input or output guardrail whose tripwire always triggers."""
+    from agents import GuardrailFunctionOutput, input_guardrail, output_guardrail
+
+    async def never(ctx: Any, agent: Any, value: Any) -> GuardrailFunctionOutput:
+        """Trips on everything."""
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    if kind == "input":
+        return {"input_guardrails": [input_guardrail(never)]}
+    return {"output_guardrails": [output_guardrail(never)]}
+
+
+class TestEveryWayRunnerRunRaises:
+    """Each way ``Runner.run`` raises is a failed run whose failing step is marked; a recovered tool error is not."""
+
+    @pytest.mark.parametrize("arguments", [{"name": "ana", "age": "old"}, '{"name": '], ids=["schema", "json"])
+    def test_arguments_the_tools_schema_rejects_fail_the_run_at_the_tool(
+        self, processor: TrajdebugProcessor, arguments: Any
+    ) -> None:
+        """A strict tool called with invalid arguments: the SDK records the error on the tool span only and raises
+        ``ModelBehaviorError``; the run fails, its one error occurred at the tool."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        strict = function_tool(_typed_lookup, name_override="lookup", failure_error_function=None)
+        script = [Reply(tool_calls=(tool_call("lookup", arguments),)), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="Invalid JSON input for tool lookup"):
+            _run_support(server, tools=[strict])
+        run = processor.to_run()
+        tool = next(s for s in run.steps if s.kind == "tool")
+        top = next(s for s in run.steps if s.parent_id is None)
+        [err] = run.errors
+        assert (run.outcome, err.step_id, tool.status) == ("failure", tool.step_id, "error")
+        assert [(c.stage, c.step_id) for c in err.stages] == [("occurred", tool.step_id), ("failed", top.step_id)]
+        assert "Invalid JSON input for tool lookup" in (run.failure_reason or "")
+
+    def test_invalid_arguments_fed_back_to_the_model_leave_the_run_a_success(self, processor: TrajdebugProcessor) -> None:
+        """The default tool sends the validation error to the model, which answers: recovered, a success."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        script = [Reply(tool_calls=(tool_call("lookup", {"name": "ana", "age": "old"}),)), "I could not look ana up."]
+        with FakeModelServer(script) as server:
+            _run_support(server, tools=[function_tool(_typed_lookup, name_override="lookup")])
+        run = processor.to_run()
+        [err] = run.errors
+        assert (run.outcome, run.failure_reason, err.stage) == ("success", None, "recovered")
+
+    def test_a_model_call_the_sdk_retried_leaves_the_run_a_success(self, processor: TrajdebugProcessor) -> None:
+        """A model error the SDK's retry settings retried: the failed attempt keeps its error, the run succeeds."""
+        from agents import ModelSettings
+        from agents.retry import ModelRetrySettings, retry_policies
+
+        from trajdebug.testing import FakeModelServer, Reply
+
+        retry = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0.01}, policy=retry_policies.http_status([500]))
+        with FakeModelServer([Reply(status=500, error="overloaded"), "The id is u-3ana."]) as server:
+            result = _run_support(server, model_settings=ModelSettings(retry=retry))
+        run = processor.to_run()
+        [err] = run.errors
+        assert result.final_output == "The id is u-3ana."
+        assert (run.outcome, run.step(err.step_id).kind, err.stage) == ("success", "llm", "occurred")
+
+    @pytest.mark.parametrize(
+        ("case", "raised", "failing"),
+        [
+            ("tool raises", "user database down", "tool"),
+            ("max turns", "Max turns", "agent"),
+            ("input guardrail", "Guardrail", "turn"),
+            ("output guardrail", "Guardrail", "agent"),
+            ("http 400", "context too long", "llm"),
+            ("unknown tool", "not found", "turn"),
+        ],
+    )
+    def test_each_raise_is_a_failed_run_with_its_failing_step(
+        self, processor: TrajdebugProcessor, case: str, raised: str, failing: str
+    ) -> None:
+        """Runner.run raising for a tool, max turns, a guardrail tripwire, a model API error or an unknown tool:
+        one error, occurred at the step that ended the run, failed at the run's top step."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        call = Reply(tool_calls=(tool_call("lookup_user", {"name": "ana"}),))
+        kwargs: dict[str, Any] = {"tools": [lookup_user]}
+        script: list[Any] = [call, "The id is u-3ana."]
+        if case == "tool raises":
+            kwargs["tools"] = [function_tool(_raise_db_down, name_override="lookup_user", failure_error_function=None)]
+        elif case == "max turns":
+            script, kwargs["max_turns"] = [call, call, call], 2
+        elif case.endswith("guardrail"):
+            kwargs.update(_tripped_guardrail(case.split()[0]))
+        elif case == "http 400":
+            script = [Reply(status=400, error="context too long")]
+        else:
+            script = [Reply(tool_calls=(tool_call("nope", {}),)), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match=raised):
+            _run_support(server, **kwargs)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        [err] = run.errors
+        at = run.step(err.step_id)
+        kind = at.attributes["agents.span_type"] if at.kind == "agent" else at.kind
+        assert (run.outcome, err.stage, err.stages[-1].step_id, kind) == ("failure", "failed", top.step_id, failing)
+        assert at.status == "error" and run.failure_reason
+
+    def test_a_run_cut_short_from_outside_fails_by_fail_on_raise(
+        self, processor: TrajdebugProcessor, tmp_path: Path
+    ) -> None:
+        """A timeout leaves no error in the trace; ``fail_on_raise`` fails the run in memory and in its file,
+        and a run that ended inside the block without raising stays a success."""
+        from trajdebug.sources.load import load_runs
+        from trajdebug.testing import FakeModelServer, Reply
+
+        with FakeModelServer(_lookup_then_answer) as server, processor.fail_on_raise():
+            _run_support(server, tools=[lookup_user])
+        assert processor.to_run().outcome == "success"
+        with (
+            FakeModelServer([Reply(text="late", delay=2.0)]) as server,
+            pytest.raises(TimeoutError),
+            processor.fail_on_raise(),
+        ):
+            _run_support(server, timeout=0.5)
+        run = processor.to_run()
+        assert (run.outcome, run.failure_reason) == ("failure", "TimeoutError")
+        saved = {r.run_id: r.outcome for r in load_runs(tmp_path / "runs.jsonl")}
+        assert saved == {processor.runs[0].run_id: "success", run.run_id: "failure"}

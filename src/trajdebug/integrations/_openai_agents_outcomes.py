@@ -57,18 +57,7 @@ def final_outputs(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, St
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    last_top: dict[str, str] = {}  # top step (one per Runner.run: its task span) -> its last top-level agent
-    for sid, _ in ordered:
-        if owner.get(sid) != sid or _in_tool(steps, sid):
-            continue
-        root = _root_of(steps, sid)
-        # A handoff passes control to an agent that starts after its caller: the last to end holds the answer.
-        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
-            steps[last_top[root]].end_ns or 0,
-            steps[last_top[root]].start_ns,
-        ):
-            last_top[root] = sid
-    for root, agent in last_top.items():
+    for root, agent in last_agents(ordered, steps, owner).items():
         if agent in final and root != agent and steps[root].output is None and steps[root].kind == "agent":
             steps[root] = replace(steps[root], output=final[agent])
 
@@ -191,6 +180,62 @@ def span_errors(
                     ),
                 )
     return events
+
+
+def last_agents(ordered: list[tuple[str, dict[str, Any]]], steps: Mapping[str, Step], owner: Mapping[str, str | None]) -> dict[str, str]:
+    """Each top step's (one per ``Runner.run``) last top-level agent span: the one that ended the run.
+
+    An agent run as a tool (``Agent.as_tool``) answers the tool, never the run; a handoff passes control to an
+    agent that starts after its caller, so the last to end is the one that ended the run."""
+    last_top: dict[str, str] = {}
+    for sid, _ in ordered:
+        if owner.get(sid) != sid or _in_tool(steps, sid):
+            continue
+        root = _root_of(steps, sid)
+        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
+            steps[last_top[root]].end_ns or 0,
+            steps[last_top[root]].start_ns,
+        ):
+            last_top[root] = sid
+    return last_top
+
+
+def raised_at_the_end(
+    ordered: list[tuple[str, dict[str, Any]]],
+    steps: Mapping[str, Step],
+    owner: Mapping[str, str | None],
+    events: dict[str, ErrorEvent],
+) -> None:
+    """Fail the run on an error that ended it though the SDK recorded it on no agent or turn span.
+
+    The SDK leaves an error some child span reports off the agent span (a tool called with arguments
+    its schema rejects, ``ModelBehaviorError``, is recorded on the tool's span only) and ``Runner.run``
+    raises it.  The trace still tells: the error is unrecovered (not the SDK's non-fatal error fed back
+    to the model), it is in the agent that ended the run, and no model call of that agent started after
+    it (a run that went on after an error calls the model again, as after a model call the SDK retried).
+    """
+    last_agent = last_agents(ordered, steps, owner)
+    llm_starts: dict[str, list[int]] = {}  # agent span -> its model steps' starts
+    for sid, _ in ordered:
+        if steps[sid].kind == "llm" and owner.get(sid) is not None:
+            llm_starts.setdefault(str(owner[sid]), []).append(steps[sid].start_ns)
+    for eid, e in list(events.items()):
+        if e.stage in ("recovered", "failed"):
+            continue
+        at = e.stages[-1].step_id
+        if at is None or at not in steps:
+            continue
+        root = _root_of(steps, at)
+        agent = last_agent.get(root)
+        if agent is None or owner.get(at) != agent or root == at:
+            continue
+        ended = steps[e.step_id].end_ns or steps[e.step_id].start_ns
+        if any(start >= ended for start in llm_starts.get(agent, ())):
+            continue
+        why = "Runner.run raised it: nothing ran after the error in the agent that ended the run"
+        events[eid] = replace(
+            e, stages=(*e.stages, StageChange("failed", root, steps[root].end_ns or e.stages[-1].time_ns, why))
+        )
 
 
 def _runner_raised(steps: Mapping[str, Step], sid: str) -> bool:

@@ -234,7 +234,8 @@ class TrajdebugTracer(BaseTracer):
             start_ns=root_step.start_ns,
             end_ns=root_step.end_ns,
             outcome="failure" if failed else ("success" if root_step.end_ns is not None else "incomplete"),
-            failure_reason=root_step.error.message if failed and root_step.error else None,
+            # An exception with no message (a timeout's CancelledError) is still a reason: its type.
+            failure_reason=(root_step.error.message or root_step.error.type) if failed and root_step.error else None,
             metadata={
                 "source_format": "langchain",
                 "langchain_run_id": str(root.id),

@@ -29,7 +29,13 @@ exception escapes, the SDK records it again on the agent span, re-wrapped
 once.  An error that reaches a top-level agent span, or its last turn (where
 the SDK records a rejected answer), is one ``Runner.run`` raised: it *failed*
 the run (the SDK's task span records no error of its own).  Inside a tool
-(``Agent.as_tool``) it is the sub-run's, which the caller may recover.
+(``Agent.as_tool``) it is the sub-run's, which the caller may recover.  Some
+errors the SDK leaves off the agent span, recorded on the child span that
+reports them only (``ModelBehaviorError``: a tool called with arguments its
+schema rejects); one such error, unrecovered, in the agent that ended the run,
+with no model call of that agent after it, is also one ``Runner.run`` raised.
+A run cut short from outside (a timeout, a cancellation) leaves no error in
+the trace: `TrajdebugProcessor.fail_on_raise` says it in one line.
 
 Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
@@ -48,9 +54,10 @@ errors (the SDK's contract), logging them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +65,12 @@ from agents.tracing import Span, Trace, TracingProcessor
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
-from trajdebug.integrations._openai_agents_outcomes import NON_FATAL, final_outputs, span_errors
+from trajdebug.integrations._openai_agents_outcomes import (
+    NON_FATAL,
+    final_outputs,
+    raised_at_the_end,
+    span_errors,
+)
 from trajdebug.sources.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 
 
@@ -171,6 +183,48 @@ class TrajdebugProcessor(TracingProcessor):
     def force_flush(self) -> None:
         """Nothing buffered beyond open traces."""
 
+    @contextlib.contextmanager
+    def fail_on_raise(self) -> Iterator[None]:
+        """Fail the runs whose traces end inside the block when an exception leaves it.
+
+        The trace tells almost every way ``Runner.run`` raises (module docstring); one it cannot is a
+        run cut short from outside, a timeout or a cancellation (``asyncio.wait_for``), whose spans the
+        SDK ends with no error.  ``with processor.fail_on_raise(): await Runner.run(agent, question)``
+        fails the block's runs (in `runs`, and by a ``mark`` record in the store and file they went to)
+        with the exception as the reason, and re-raises it.  A run its trace already failed keeps its
+        own reason.  Runs of other tasks whose traces end inside the block are failed too: keep one
+        ``Runner.run`` per block when several run concurrently.
+        """
+        with self._lock:
+            start = len(self.runs)
+        try:
+            yield
+        except BaseException as exc:
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            with self._lock:
+                todo = [(i, r) for i, r in enumerate(self.runs) if i >= start and r.outcome != "failure"]
+                for i, r in todo:
+                    self.runs[i] = replace(r, outcome="failure", failure_reason=reason)
+            for _, r in todo:
+                self._mark_failed(r.run_id, reason)
+            raise
+
+    def _mark_failed(self, run_id: str, reason: str) -> None:
+        """Write the failure mark where the run was delivered (a run joined to an active trajdebug run fails with it)."""
+        from trajdebug.marks import mark
+
+        try:
+            if self._store is not None:
+                if isinstance(self._store, (str, Path)):
+                    mark(self._store, run_id, failed=reason)
+                else:
+                    self._store.mark_run(run_id, "failure", reason)
+            if self._path is not None:
+                with self._lock:
+                    mark(self._path, run_id, failed=reason)
+        except Exception:
+            log.warning("trajdebug: could not mark run %s failed", run_id, exc_info=True)
+
     # -- results ------------------------------------------------------------------------
 
     def to_run(self) -> Run:
@@ -233,6 +287,7 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
         if step.kind == "llm" and "llm.tools" not in step.attributes and offered:
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
     errors = span_errors(ordered, steps, details)
+    raised_at_the_end(ordered, steps, owner, errors)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
     final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
