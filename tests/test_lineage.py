@@ -1030,6 +1030,26 @@ class TestReadsTheRecordingMissed:
         run = _run(*steps, _s("up", "upload_log", "tool", 20, {"sealed_frames": 41, "dest": "apiary.csv"}, None))
         assert sorted(d.step_id for d in total_edges(run)["up"]) == ["i0", "i1", "i3"]
 
+    def test_groups_read_each_steps_labels_once_and_equal_reading_them_anew(self) -> None:
+        """`_groups` given the labels kept from earlier consumers (each sibling's short text fields, read once per
+        run) builds the same groups as reading every sibling's output again, the `_MAX_GROUPS` bound included."""
+        from trajdebug.analysis.lineage import _totals
+
+        for fields in (4, 50):  # (50 fields of 3 steps' calls: more labels than the bound keeps)
+            steps = [
+                _s(f"t{i}", f"read_{i % 3}", "tool", 1 + 2 * i, {"i": i},
+                   {f"f{j}": f"v{(i + j) % 2}" for j in range(fields)} | {"kg": 10 + i, "long": "x" * 41})
+                for i in range(30)
+            ]
+            labels: dict[int, list[tuple[str, str, str]]] = {}
+            for end in (5, 12, 30):
+                fresh = _totals._groups(steps[:end], {})
+                assert fresh or fields > 4 or end < 30
+                assert _totals._groups(steps[:end], {}, labels) == fresh
+                assert _totals._groups(steps[:end], {}, labels) == fresh  # (every label now kept)
+            assert (len({k for t in steps for k in _totals._labels(t)}) > _totals._MAX_GROUPS) == (fields > 4)
+            assert all(f != "long" for v in labels.values() for _, f, _ in v)
+
 
 class TestSharedState:
     """A state graph's node is handed the state its earlier nodes' updates wrote: no request it must honour."""

@@ -59,6 +59,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             continue
         found: list[tuple[str, Atom]] = []
         held = False
+        # Whether the words beside this number name a field, once per field name (the steps of a loop repeat theirs).
+        near_field: dict[str, bool] = {}
         for sid in sorted(within, key=sl.g.position):
             if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
                 continue
@@ -69,7 +71,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 if a.kind == "number"
                 and a.number is not None
                 and a.field
-                and _named_near(a.field, window, m, sl)
+                and _near(a.field, window, m, sl, near_field)
                 and not _names_unit(a.field, _unit_code(message, m), sl)
                 and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
@@ -170,6 +172,14 @@ def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
 def _spoken(field: str, said: set[str], sl: Slice) -> bool:
     words = _field_words(field, sl.lexicon)
     return words != ["\0"] and all(sl.lexicon.singular(w) in said or w in said for w in words)
+
+
+def _near(field: str, window: set[str], m: Mention, sl: Slice, memo: dict[str, bool]) -> bool:
+    """`_named_near`, kept in ``memo`` by field name (one memo per number and window)."""
+    hit = memo.get(field)
+    if hit is None:
+        hit = memo[field] = _named_near(field, window, m, sl)
+    return hit
 
 
 def _named_near(field: str, window: set[str], m: Mention, sl: Slice) -> bool:

@@ -99,20 +99,39 @@ def _total_of(value: float, fields: dict[str, list[tuple[Step, float]]]) -> tupl
     return None
 
 
-def _groups(done: list[Step], numbers: dict[int, list[tuple[str, float]]]) -> list[tuple[list[Step], list[float]]]:
+def _labels(s: Step) -> list[tuple[str, str, str]]:
+    """A step's short text output fields as (step name, field, value), in order: the keys of the groups it may
+    join (`_groups`)."""
+    if not isinstance(s.output, Mapping):
+        return []
+    return [(s.name, str(k), v) for k, v in s.output.items() if isinstance(v, str) and 0 < len(v) <= 40]
+
+
+def _groups(
+    done: list[Step],
+    numbers: dict[int, list[tuple[str, float]]],
+    labels: dict[int, list[tuple[str, str, str]]] | None = None,
+) -> list[tuple[list[Step], list[float]]]:
     """The groups of the siblings a filter in the code between the steps could have kept, each with its numeric
     fields' sums: the calls of one step (some of them, at least `_MIN_GROUP`: a loop's results filtered, not a
     mix of steps sharing a value) whose output holds one text field with one value (``vessel == "V2"``), and
     whose values of the summed field are not all equal (a sum of n equal values is n times a round number,
     which a setting holds by chance: three pages of 10 rows and a page size of 30).  Built once per consumer,
-    whatever its arguments."""
+    whatever its arguments (``labels``: each step's `_labels`, read once per run: a step is a sibling of up to
+    `_MAX_SIBLINGS` consumers)."""
     keyed: dict[tuple[str, str, str], list[Step]] = {}
     calls: dict[str, int] = {}
     for t in done:
         calls[t.name] = calls.get(t.name, 0) + 1
-        for k, v in t.output.items() if isinstance(t.output, Mapping) else ():
-            if isinstance(v, str) and 0 < len(v) <= 40 and len(keyed) < _MAX_GROUPS:
-                keyed.setdefault((t.name, str(k), v), []).append(t)
+        own = labels.get(id(t)) if labels is not None else None
+        if own is None:
+            own = _labels(t)
+            if labels is not None:
+                labels[id(t)] = own
+        for key in own:
+            if len(keyed) >= _MAX_GROUPS:
+                break
+            keyed.setdefault(key, []).append(t)
     out: list[tuple[list[Step], list[float]]] = []
     for (name, _, _), members in keyed.items():
         if not _MIN_GROUP <= len(members) < calls[name]:
@@ -157,6 +176,7 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
     kids: dict[str | None, list[Step]] = {}
     out: dict[str, list[Dependency]] = {}
     numbers: dict[int, list[tuple[str, float]]] = {}
+    labels: dict[int, list[tuple[str, str, str]]] = {}
     for s in run.steps:
         siblings = kids.setdefault(s.parent_id, [])
         if (
@@ -180,7 +200,7 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
                     for t, _ in fields[k]:
                         deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
                 if found is None and groups is None:
-                    groups = _groups(done, numbers)
+                    groups = _groups(done, numbers, labels)
                 for t in _group_total(n, groups, asked) or () if found is None and groups else ():
                     deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
             if deps:
