@@ -20,7 +20,7 @@ from trajdebug.analysis._sources import (
     _terms,
     _written_as,
 )
-from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
+from trajdebug.analysis._stated import HTTP_ERRORS, is_piece, states_no_value
 from trajdebug.analysis._unfilled import empty_fields as _empty_fields
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
@@ -351,9 +351,15 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
         and not _small_integer(a.number)
         and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
     ]
+    # A number joined to other digits with no space (an end of the range "outside 0.03-0.09", the year of
+    # "2024-03", a piece of an id) is no quantity the run computed nor one it should have: a range's ends
+    # are the check's limits (`_stated.is_piece`; `lineage:contradicted` leaves them out alike).
+    said = mentions(message, words=False)
+    whole = [t for t in said if not is_piece(message, t)]
+    ours = [a for a in ours if a.number is None or not any(_written_as(a.number, t) for t in said) or any(_written_as(a.number, t) for t in whole)]
     if not ours:
         return out
-    for t in mentions(message, words=False):
+    for t in whole:
         for a in ours:
             if a.number is None or _written_as(a.number, t):
                 continue  # the run's own number
