@@ -1343,7 +1343,7 @@ class TestRanking:
         assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
 
     def test_the_ends_of_a_range_the_failure_states_are_no_numbers_to_repair(self) -> None:
-        """"0.00 GBP per ml is outside 0.03-0.09": the range's ends are the check's limits, neither the run's number
+        """"0.00 GBP per ml is outside 0.03-0.09" (or "not between 0.03 and 0.09"): the range's ends are the check's limits, neither the run's number
         nor the one it should have had, so no slip turns the one into the other (the kit price that made a
         line's 0.09 is not said to be "taken where the 312.0 also given fits" for the 0.03)."""
         steps = (
@@ -1361,6 +1361,9 @@ class TestRanking:
         )
         loc = localize(Run("r", "bank", outcome="failure", steps=steps))
         assert all("lineage:whatif" not in c.signals for c in loc.ranked_all)
+        worded = localize(Run("r", "bank", outcome="failure", steps=(*steps[:3], replace(
+            steps[3], error=ErrorInfo("ValidationFailed", "line L-2: 0.00 GBP per ml is not between 0.03 and 0.09")))))
+        assert all("lineage:whatif" not in c.signals for c in worded.ranked_all)
         spaced = localize(Run("r", "bank", outcome="failure", steps=(*steps[:3], replace(
             steps[3], error=ErrorInfo("ValidationFailed", "line L-1: 0.09 GBP per ml where 0.03 was expected")))))
         assert "lineage:whatif" in next(c for c in spaced.ranked_all if c.step_id == "k").signals

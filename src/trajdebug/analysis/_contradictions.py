@@ -351,11 +351,13 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
         and not _small_integer(a.number)
         and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
     ]
-    # A number joined to other digits with no space (an end of the range "outside 0.03-0.09", the year of
-    # "2024-03", a piece of an id) is no quantity the run computed nor one it should have: a range's ends
-    # are the check's limits (`_stated.is_piece`; `lineage:contradicted` leaves them out alike).
+    # The ends of a range the failure checks against ("outside 0.03-0.09", "between 2 and 8"; `Lexicon.range_`)
+    # are its limits, and a number joined to other digits with no space (the year of "2024-03", a piece of an
+    # id) is a piece of another token (`_stated.is_piece`; `lineage:contradicted` leaves them out alike): neither
+    # is a quantity the run computed nor one it should have had.
     said = mentions(message, words=False)
-    whole = [t for t in said if not is_piece(message, t)]
+    spans = [m.span() for m in sl.lexicon.range_.finditer(message)]
+    whole = [t for t in said if not is_piece(message, t) and not any(a <= t.start < b for a, b in spans)]
     ours = [a for a in ours if a.number is None or not any(_written_as(a.number, t) for t in said) or any(_written_as(a.number, t) for t in whole)]
     if not ours:
         return out
