@@ -696,6 +696,27 @@ class TestWhatIf:
         [diff] = lin.view("d").outputs
         assert slips(lin, diff, 3, 324.23, "324.23") == []
 
+    def test_a_slip_that_only_shrinks_a_number_under_an_expected_nought_is_no_slip(self) -> None:
+        """A price per ml of 0.03 is not "100x too large" because the failure expects 0.00: any divisor made large
+        enough gives nought at two decimals; a sign lost on one of two equal amounts summed gives nought itself."""
+        run = _run(
+            _s("k", "price_kits", "tool", 1, {"site": "S-1"}, {"cost": 312.32}),
+            _s("v", "target_volume", "tool", 2, {"site": "S-1"}, {"ml": 10400.0}),
+            _s("d", "per_ml", "other", 3, {"cost": 312.32, "ml": 10400.0}, {"per_ml": 0.03}, "k", "v"),
+        )
+        lin = Lineage(run)
+        [per_ml] = lin.view("d").outputs
+        assert slips(lin, per_ml, 3, 0.0, "0.00") == []
+        even = _run(
+            _s("a", "billed", "tool", 1, {"acct": "A-1"}, {"billed": 240.5}),
+            _s("b", "paid", "tool", 2, {"acct": "A-1"}, {"paid": 240.5}),
+            _s("d", "balance", "other", 3, {"billed": 240.5, "paid": 240.5}, {"balance": 481.0}, "a", "b"),
+        )
+        lin = Lineage(even)
+        [balance] = lin.view("d").outputs
+        found = slips(lin, balance, 3, 0.0, "0.00")
+        assert {s.what for s in found} == {"sign lost"}
+
     def test_no_slip_explains_an_unrelated_number(self) -> None:
         """A number no single slip reaches names nothing."""
         run = _expense(0.917)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1340,6 +1341,32 @@ class TestRanking:
         assert all("lineage:whatif" not in c.signals for c in small.candidates)
         large = localize(run_of(10.0, "2.5 mg/kg is above the 0.25 mg/kg the label allows"))
         assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
+
+    def test_the_ends_of_a_range_the_failure_states_are_no_numbers_to_repair(self) -> None:
+        """"0.00 GBP per ml is outside 0.03-0.09" (or "not between 0.03 and 0.09"): the range's ends are the check's limits, neither the run's number
+        nor the one it should have had, so no slip turns the one into the other (the kit price that made a
+        line's 0.09 is not said to be "taken where the 312.0 also given fits" for the 0.03)."""
+        steps = (
+            Step("k", "price_kits", "tool", input={"site": "S-1"}, output={"amount": 936.0}, start_ns=1, end_ns=2),
+            Step("o", "price_other", "tool", input={"site": "S-2"}, output={"amount": 312.0}, start_ns=3, end_ns=4),
+            Step(
+                "d", "per_ml", "other", input={"amount": 936.0, "ml": 10400.0, "other": {"amount": 312.0}},
+                output={"per_ml": 0.09}, deps=(D("k"), D("o")), start_ns=5, end_ns=6,
+            ),
+            Step(
+                "x", "validate_plan", "tool", input={"lines": [{"line": "L-1", "per_ml": 0.09}, {"line": "L-2", "per_ml": 0.0}]},
+                status="error", error=ErrorInfo("ValidationFailed", "line L-2: 0.00 GBP per ml is outside 0.03-0.09"),
+                deps=(D("d"),), start_ns=7, end_ns=8,
+            ),
+        )
+        loc = localize(Run("r", "bank", outcome="failure", steps=steps))
+        assert all("lineage:whatif" not in c.signals for c in loc.ranked_all)
+        worded = localize(Run("r", "bank", outcome="failure", steps=(*steps[:3], replace(
+            steps[3], error=ErrorInfo("ValidationFailed", "line L-2: 0.00 GBP per ml is not between 0.03 and 0.09")))))
+        assert all("lineage:whatif" not in c.signals for c in worded.ranked_all)
+        spaced = localize(Run("r", "bank", outcome="failure", steps=(*steps[:3], replace(
+            steps[3], error=ErrorInfo("ValidationFailed", "line L-1: 0.09 GBP per ml where 0.03 was expected")))))
+        assert "lineage:whatif" in next(c for c in spaced.ranked_all if c.step_id == "k").signals
 
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""

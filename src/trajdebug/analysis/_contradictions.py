@@ -20,7 +20,7 @@ from trajdebug.analysis._sources import (
     _terms,
     _written_as,
 )
-from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
+from trajdebug.analysis._stated import HTTP_ERRORS, is_piece, states_no_value
 from trajdebug.analysis._unfilled import empty_fields as _empty_fields
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
@@ -351,9 +351,17 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
         and not _small_integer(a.number)
         and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
     ]
+    # The ends of a range the failure checks against ("outside 0.03-0.09", "between 2 and 8"; `Lexicon.range_`)
+    # are its limits, and a number joined to other digits with no space (the year of "2024-03", a piece of an
+    # id) is a piece of another token (`_stated.is_piece`; `lineage:contradicted` leaves them out alike): neither
+    # is a quantity the run computed nor one it should have had.
+    said = mentions(message, words=False)
+    spans = [m.span() for m in sl.lexicon.range_.finditer(message)]
+    whole = [t for t in said if not is_piece(message, t) and not any(a <= t.start < b for a, b in spans)]
+    ours = [a for a in ours if a.number is None or not any(_written_as(a.number, t) for t in said) or any(_written_as(a.number, t) for t in whole)]
     if not ours:
         return out
-    for t in mentions(message, words=False):
+    for t in whole:
         for a in ours:
             if a.number is None or _written_as(a.number, t):
                 continue  # the run's own number

@@ -39,6 +39,9 @@ SLIPS: tuple[tuple[str, Callable[[float], float | None]], ...] = (
 )
 """Slips of one number, by the name a reason gives them: what the value would have been."""
 
+_EXACT = 1e-9
+"""How near nought, relative to the run's number, a replayed number must land when the failure expects nought."""
+
 SWAPS: dict[str, str] = {"mul": "div", "div": "mul", "add": "sub", "sub": "add"}
 """Slips of one computation: the operation it should have done instead."""
 
@@ -82,6 +85,11 @@ def slips(
     tol = _tolerance(target, target_raw)
     if atom.number is None or abs(atom.number - target) <= tol:
         return []
+    if abs(target) <= tol:
+        # A failure that expects nought ("0.00 per ml") is reached, at its written precision, by any slip
+        # that shrinks the run's number enough (a divisor 100x too small, a factor 100x too large): such a
+        # slip proves nothing.  Only one that gives nought itself counts (a sum where a difference fits).
+        tol = _EXACT * max(1.0, abs(atom.number))
     root = _tree(lin, atom, pos, within, 0, [0])
     if root is not None and root.step_id is None and pos < len(lin.steps):
         # No step before it held the number: the failing step computed it (a check adding
