@@ -6,11 +6,13 @@ import json
 import re
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from tests.builders import propagated_error_run
 
+import trajdebug
 from trajdebug.analysis._detect import detect
 from trajdebug.analysis._pipeline import (
     NAMED_KEY,
@@ -27,6 +29,7 @@ from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
 from trajdebug.demo import FAULTS, run_demo
 from trajdebug.report.analysis import CALIBRATED_APART_LINE, ORDER_LINES, analysis_lines, analysis_markdown
 from trajdebug.store import Store
+from trajdebug.testing import capture_runs, deterministic
 
 
 QUESTION = "What is the balance of account 88213?"
@@ -636,3 +639,102 @@ class TestCommand:
 def test_analysis_is_exported() -> None:
     """The pipeline's entry point and result type are importable from the package."""
     assert callable(analyze) and Analysis.__name__ == "Analysis"
+
+
+def _trip_run(*, cache_by_date_only: bool, discount_bug: bool = False) -> Run:
+    """A trip quoter (nu27's a3): each leg's nightly rate comes from a rate gateway through a retrying step
+    that, when the gateway times out, answers with a cached rate through ``s.fallback``; each leg is priced,
+    then booked, and the hotel refuses a quote off its current rate.
+
+    ``cache_by_date_only``: the cache is keyed by the check-in date alone, so the Porto leg is served
+    Lisbon's rate (the fallback's degraded value is what the failure rejects).  ``discount_bug``: pricing
+    takes 10% off the Porto rate (the failure's cause is elsewhere; the Madrid leg's fallback, keyed right,
+    serves a correct cached rate that feeds only Madrid's booking)."""
+
+    live = {"Lisbon": 95.0, "Porto": 140.0, "Madrid": 120.0}
+    legs = [("Lisbon", "2027-05-02", 3), ("Porto", "2027-05-02", 2), ("Madrid", "2027-05-05", 2), ("Madrid", "2027-05-05", 1)]
+    # Which call of the gateway times out, per city and date: Porto's first, or Madrid's second.
+    flaky = {("Porto", "2027-05-02"): 1} if cache_by_date_only else {("Madrid", "2027-05-05"): 2}
+    calls: dict[tuple[str, str], int] = {}
+    cache: dict[Any, dict[str, Any]] = {}
+
+    @trajdebug.step(kind="input")
+    def read_request() -> list[dict[str, Any]]:
+        return [{"city": c, "checkin": d, "nights": n} for c, d, n in legs]
+
+    @trajdebug.step(kind="tool")
+    def rate_gateway(city: str, checkin: str) -> dict[str, Any]:
+        n = calls[(city, checkin)] = calls.get((city, checkin), 0) + 1
+        if flaky.get((city, checkin)) == n:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+        return {"checkin": checkin, "eur_per_night": live[city]}
+
+    @trajdebug.step(kind="other")
+    def fetch_rate_with_retry(city: str, checkin: str) -> dict[str, Any]:
+        key: Any = checkin if cache_by_date_only else (city, checkin)
+        try:
+            rate = rate_gateway(city, checkin)
+        except TimeoutError:
+            if key in cache:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(dict(cache[key], source="cache"), "served the cached rate")
+            rate = rate_gateway(city, checkin)
+        cache[key] = rate
+        return dict(rate, source="live")
+
+    @trajdebug.step(kind="other")
+    def price_leg(leg: dict[str, Any], rate: dict[str, Any]) -> dict[str, Any]:
+        per_night = rate["eur_per_night"] * (0.9 if discount_bug and leg["city"] == "Porto" else 1.0)
+        return {"city": leg["city"], "nights": leg["nights"], "eur_per_night": per_night, "eur": per_night * leg["nights"]}
+
+    @trajdebug.step(kind="tool")
+    def book(leg: dict[str, Any]) -> dict[str, Any]:
+        current = live[leg["city"]]
+        if abs(current - leg["eur_per_night"]) > 0.01:
+            raise RuntimeError(
+                f"hotel in {leg['city']} refused booking: quoted {leg['eur_per_night']:.2f} EUR/night, "
+                f"current rate {current:.2f} EUR/night"
+            )
+        return {"city": leg["city"], "confirmation": f"CNF-{leg['city'][:3].upper()}-{leg['nights']}"}
+
+    with deterministic(), capture_runs() as runs:
+        try:
+            with trajdebug.run("trip-quoter", task="quote and book the trip"):
+                priced = [price_leg(leg, fetch_rate_with_retry(leg["city"], leg["checkin"])) for leg in read_request()]
+                for leg in priced:
+                    book(leg)
+        except RuntimeError:
+            pass
+    (run,) = runs
+    assert run.outcome == "failure"
+    return run
+
+
+class TestDeclaredFallback:
+    """A step that declared a fallback (``s.fallback``: a degraded value in place of the one an error cost it)
+    is blamed when that value feeds the failure, never when it feeds none (nu27 finding 1)."""
+
+    def test_a_fallback_whose_cached_value_fails_a_later_step_is_the_first_cause(self) -> None:
+        """A retrying step that served a cached rate for another city, the booking refused on it: the step that
+        declared the fallback ranks first, alone (no passing run), on that evidence."""
+        run = _trip_run(cache_by_date_only=True)
+        [ignored] = [e for e in run.errors if e.stage == "ignored"]
+        fell_back = ignored.stages[-1].step_id
+        analysis = analyze(run)
+        top = analysis.root_causes[0]
+        assert top.step_id == fell_back, [(c.name, c.step_id, c.reasons) for c in analysis.root_causes]
+        assert any("declared a fallback after the TimeoutError" in r for r in top.reasons), top.reasons
+        assert "swallowed-error" in top.signals
+
+    def test_a_fallback_whose_value_feeds_no_failure_is_not_blamed(self) -> None:
+        """The Madrid leg's fallback served Madrid's own cached rate, which only Madrid's booking read; the Porto
+        booking failed on a price the pricing step discounted: the fallback carries no evidence and is not
+        first."""
+        run = _trip_run(cache_by_date_only=False, discount_bug=True)
+        [ignored] = [e for e in run.errors if e.stage == "ignored"]
+        fell_back = ignored.stages[-1].step_id
+        analysis = analyze(run, top=60)
+        ranked = {c.step_id: c for c in analysis.root_causes}
+        assert analysis.root_causes[0].step_id != fell_back
+        assert fell_back not in ranked or not any("declared a fallback" in r for r in ranked[fell_back].reasons)

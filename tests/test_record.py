@@ -402,6 +402,41 @@ class TestHostileValues:
         assert () == run.steps[0].deps
 
 
+class TestFallback:
+    def test_fallback_returns_its_value_so_a_step_can_answer_with_it(self) -> None:
+        """``return s.fallback(cached, why)`` answers with ``cached`` (nu27 finding 8: it returned None, and the
+        agent that returned it crashed on a TypeError): the value is the step's output and its error ends
+        ``ignored``; with recording off the handle hands the value back too."""
+        cached = {"eur_per_night": 95.0, "source": "cache"}
+
+        @trajdebug.step(kind="tool")
+        def gateway() -> dict[str, float]:
+            raise TimeoutError("rate gateway timed out")
+
+        @trajdebug.step(kind="other")
+        def rate() -> dict[str, Any]:
+            try:
+                return gateway()
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(cached, "rate service timed out")
+
+        got: list[Any] = []
+        run = record(lambda h: got.append(rate()))
+        assert got == [cached]
+        [step] = [st for st in run.steps if st.name == "rate"]
+        [error] = run.errors
+        assert step.output == cached and step.attributes["fallback"] == "rate service timed out"
+        assert error.stage == "ignored" and error.stages[-1].step_id == step.step_id
+        trajdebug.configure(enabled=False)
+        try:
+            with trajdebug.step("off") as off:
+                assert off.fallback(cached, "off") is cached
+        finally:
+            trajdebug.configure(enabled=True)
+
+
 class TestRobustness:
     def test_off_switch_records_nothing(self, tmp_path: Path) -> None:
         """configure(enabled=False) makes runs and steps no-ops: no file, no store."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.analysis._detect import Failure, detect, final_step, superseded
 from trajdebug.analysis._localize import Candidate, Localization, rank_steps
@@ -48,7 +48,11 @@ from trajdebug.analysis.lineage import (
 )
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import VALUE_DEP_KINDS, Run
+from trajdebug.core.model import VALUE_DEP_KINDS, DepKind, Run
+
+
+if TYPE_CHECKING:
+    from trajdebug.core.lifecycle import ErrorReport
 
 
 def declare_outcome(state: AnalysisState) -> AnalysisState:
@@ -147,6 +151,7 @@ def lifecycle(state: AnalysisState) -> AnalysisState:
         superseded(run)
     )
     origins = _chain_origins(report.to_dict().get("chains", []), own_graph, handled) or origins
+    origins = [*origins, *_fallbacks_fed(report, own_graph)]
     return replace(state, error_report=report, origins=tuple(origins))
 
 
@@ -246,6 +251,52 @@ def _chain_origins(
             name = f" {ch['chain_id']}" if ch.get("chain_id") else ""
             out.append(Evidence(origin, 0.1, f"origin of the critical error chain{name}", "error-lifecycle"))
     return out
+
+
+DECLARED_FALLBACK = 0.5
+"""The suspicion of a step that declared a fallback (``s.fallback``) whose degraded value fed the run's
+failure: the step said itself that what it answered is not the real value, the strongest evidence a step can
+give about itself, so never weaker than a swallowed error's (0.45, `swallowed_error`), which it replaces."""
+
+
+def _fallbacks_fed(report: ErrorReport, graph: DependencyGraph) -> list[Evidence]:
+    """Evidence from the lifecycle report: each step that ended an error ``ignored`` by a fallback (a degraded
+    value in place of the one the error cost) when that value fed, along data or state edges, the next error of
+    a chain that failed the run (the chain's ``degraded-value-flowed``).  A fallback whose value reached no
+    failure is no evidence: the error ended there."""
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for ch in report.critical_chains():
+        for i, link in enumerate(ch.links):
+            err = report.error(ch.error_ids[i])
+            if link != "data" or err.stage != "ignored":
+                continue
+            nxt = report.error(ch.error_ids[i + 1])
+            if nxt.step_id not in graph:
+                continue
+            fed = graph.backward_slice([nxt.step_id], _VALUE_KINDS)
+            where = graph.steps[nxt.step_id].name
+            for c in err.stages:
+                sid = c.step_id
+                if c.stage != "ignored" or sid is None or sid == nxt.step_id or sid not in fed or sid in seen:
+                    continue
+                seen.add(sid)
+                said = f" ({c.reason[:80]})" if c.reason else ""
+                of = f" of {err.step_name}" if err.step_name and sid != err.step_id else ""
+                out.append(
+                    Evidence(
+                        sid,
+                        DECLARED_FALLBACK,
+                        f"declared a fallback after the {err.type}{of}{said}: the degraded value it answered "
+                        f"with fed the failure at {where}",
+                        "swallowed-error",
+                    )
+                )
+    return out
+
+
+_VALUE_KINDS: tuple[DepKind, ...] = ("data", "state")
+"""The edges a value travels along (`VALUE_DEP_KINDS`; the lifecycle links errors along the same)."""
 
 
 def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | None = None) -> Run:

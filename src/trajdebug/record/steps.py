@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from trajdebug.record.runs import RunHandle
 
     F = TypeVar("F", bound=Callable[..., Any])
+    T = TypeVar("T")
 
 # The context variables, bound by assignment rather than imported by name: CPython 3.11
 # compiles ``name.get()`` on an imported name as an attribute load plus a call (it
@@ -448,8 +449,12 @@ class StepHandle:
             self._run._internal_error("error report")
             return None
 
-    def fallback(self, value: Any, reason: str = "fallback value used") -> None:
-        """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output."""
+    def fallback(self, value: T, reason: str = "fallback value used") -> T:
+        """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output.
+
+        Returns:
+            ``value``, so that ``return s.fallback(cached, "rate service timed out")`` answers with it.
+        """
         self.output = value
         self.set("fallback", reason)
         if self._run is not None:
@@ -459,6 +464,7 @@ class StepHandle:
                 _errors.on_fallback(self._run, self, reason)
             except Exception:  # noqa: BLE001 - the recorder never breaks the agent
                 self._run._internal_error("fallback")
+        return value
 
     # -- decorator ---------------------------------------------------------------
 
