@@ -738,3 +738,31 @@ class TestDeclaredFallback:
         ranked = {c.step_id: c for c in analysis.root_causes}
         assert analysis.root_causes[0].step_id != fell_back
         assert fell_back not in ranked or not any("declared a fallback" in r for r in ranked[fell_back].reasons)
+
+    def test_a_warning_a_step_reported_on_itself_and_ignored_is_no_fallback(self) -> None:
+        """``s.error(...)`` then ``s.fallback(s.output, ...)``: a harmless warning the step went on from with its
+        own answer (the benchmarks' warning distractor), though its answer fed the failure: no fallback is
+        declared against it (the failure's cause is the pricing step's discount)."""
+
+        def body() -> None:
+            with trajdebug.step("fetch_rate", kind="tool") as fetch:
+                fetch.output = {"eur_per_night": 140.0}
+                fetch.error("rate table is a day old", type="Warning")
+                fetch.fallback(fetch.output, "harmless warning, ignored")
+            with trajdebug.step("price", kind="other", deps=[fetch]) as price:
+                price.output = {"eur_per_night": fetch.output["eur_per_night"] * 0.9}
+            with trajdebug.step("book", kind="tool", deps=[price]):
+                raise RuntimeError("hotel refused booking: quoted 126.00 EUR/night, current rate 140.00 EUR/night")
+
+        with deterministic(), capture_runs() as runs:
+            try:
+                with trajdebug.run("warned-quoter"):
+                    body()
+            except RuntimeError:
+                pass
+        (run,) = runs
+        [warned] = [e for e in run.errors if e.stage == "ignored"]
+        analysis = analyze(run, top=60)
+        ranked = {c.step_id: c for c in analysis.root_causes}
+        assert warned.step_id in ranked
+        assert not any("declared a fallback" in r for r in ranked[warned.step_id].reasons)

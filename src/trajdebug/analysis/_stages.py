@@ -263,7 +263,9 @@ def _fallbacks_fed(report: ErrorReport, graph: DependencyGraph) -> list[Evidence
     """Evidence from the lifecycle report: each step that ended an error ``ignored`` by a fallback (a degraded
     value in place of the one the error cost) when that value fed, along data or state edges, the next error of
     a chain that failed the run (the chain's ``degraded-value-flowed``).  A fallback whose value reached no
-    failure is no evidence: the error ended there."""
+    failure is no evidence: the error ended there.  Nor is an error the step reported on itself without raising
+    (``s.error``) and then ignored: a warning, after which the step went on with its own answer, not a
+    stand-in for one the error cost."""
     out: list[Evidence] = []
     seen: set[str] = set()
     for ch in report.critical_chains():
@@ -280,6 +282,8 @@ def _fallbacks_fed(report: ErrorReport, graph: DependencyGraph) -> list[Evidence
                 sid = c.step_id
                 if c.stage != "ignored" or sid is None or sid == nxt.step_id or sid not in fed or sid in seen:
                     continue
+                if err.reported and sid == err.step_id:
+                    continue  # a warning the step reported on itself, then went on
                 seen.add(sid)
                 said = f" ({c.reason[:80]})" if c.reason else ""
                 of = f" of {err.step_name}" if err.step_name and sid != err.step_id else ""
