@@ -452,11 +452,17 @@ class StepHandle:
     def fallback(self, value: T, reason: str = "fallback value used") -> T:
         """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output.
 
+        Records ``fallback_value``: ``"kept"`` when ``value`` is the output the step already had
+        (``s.fallback(s.output, "harmless warning")``: the step goes on with its own answer), else
+        ``"replaced"`` (a stand-in for the value the error cost).
+
         Returns:
             ``value``, so that ``return s.fallback(cached, "rate service timed out")`` answers with it.
         """
+        kept = self.output is not None and value is self.output
         self.output = value
         self.set("fallback", reason)
+        self.set("fallback_value", "kept" if kept else "replaced")
         if self._run is not None:
             try:
                 from trajdebug.record import exceptions as _errors
