@@ -711,6 +711,10 @@ def _trip_run(*, cache_by_date_only: bool, discount_bug: bool = False) -> Run:
     return run
 
 
+_LIVE = {"Porto": 140.0, "Lisbon": 95.0}
+"""The hotel's live rates (`TestDeclaredFallback`)."""
+
+
 class TestDeclaredFallback:
     """A step that declared a fallback (``s.fallback``: a degraded value in place of the one an error cost it)
     is blamed when that value feeds the failure, never when it feeds none (nu27 finding 1)."""
@@ -766,3 +770,172 @@ class TestDeclaredFallback:
         ranked = {c.step_id: c for c in analysis.root_causes}
         assert warned.step_id in ranked
         assert not any("declared a fallback" in r for r in ranked[warned.step_id].reasons)
+
+    @staticmethod
+    def _hotel(fetch_rate: Any, price: Any) -> Run:
+        """A run that prices the rate ``fetch_rate`` answers for Porto and books it: the hotel refuses a
+        quote other than the live rate (140.00)."""
+
+        @trajdebug.step(kind="tool")
+        def book(q: dict[str, Any]) -> dict[str, bool]:
+            if abs(q["eur_per_night"] - _LIVE[q["city"]]) > 0.01:
+                live = _LIVE[q["city"]]
+                raise RuntimeError(f"hotel refused booking: quoted {q['eur_per_night']:.2f}, current {live:.2f}")
+            return {"ok": True}
+
+        with deterministic(), capture_runs() as runs:
+            try:
+                with trajdebug.run("hotel", task="quote and book"):
+                    book(price(fetch_rate("Porto")))
+            except RuntimeError:
+                pass
+        (run,) = runs
+        return run
+
+    @staticmethod
+    def _price_as_given() -> Any:
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"]}
+
+        return price
+
+    @staticmethod
+    def _ranked(run: Run, analysis: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """The ranked steps' names and reasons, best first."""
+        names = {s.step_id: s.name for s in run.steps}
+        return [(names[c.step_id], tuple(c.reasons)) for c in analysis.root_causes]
+
+    def _declared(self, run: Run, analysis: Any, name: str) -> list[str]:
+        """The reasons that say the step named ``name`` declared a fallback that fed the failure."""
+        return [r for n, rs in self._ranked(run, analysis) if n == name for r in rs if "declared a fallback" in r]
+
+    def test_an_innocent_fallback_beside_the_step_that_changed_its_value_is_not_blamed(self) -> None:
+        """The fallback served the right cached rate; the pricing step discounted it (its own bug, with its own
+        lineage evidence: given 140.00, which the failure names, not passed on): the fallback's value never
+        reached the booking, so it gets no evidence and the pricing step ranks first (rev54a finding 1)."""
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any]:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback({"city": city, "eur_per_night": _LIVE[city]}, "served cached rate")
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": round(rate["eur_per_night"] * 0.9, 2)}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "price", ranked
+        assert not self._declared(run, analysis, "fetch_rate")
+
+    def test_an_error_payload_reported_then_a_stand_in_declared_is_a_fallback(self) -> None:
+        """The documented pattern: ``s.error("the API returned an error payload")`` then ``s.fallback(cached,
+        ...)`` with a stale rate that the booking refuses: the stand-in is a declared fallback (it replaced the
+        step's output), first though an innocent step beside it swallowed a harmless payload (rev54a finding 2);
+        the evidence names the run's failure, not the intermediate error."""
+
+        @trajdebug.step(kind="tool")
+        def rate_api(city: str) -> dict[str, Any]:
+            return {"ok": False, "error": "rate API returned an error payload"}
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any]:
+            s = trajdebug.current_step()
+            assert s is not None
+            r = rate_api(city)
+            s.error(r["error"])
+            return s.fallback({"city": city, "eur_per_night": _LIVE["Lisbon"]}, "used the cached price")
+
+        @trajdebug.step(kind="tool")
+        def tax_service(city: str) -> dict[str, Any]:
+            return {"ok": False, "error": "tax table missing"}
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            tax_service(rate["city"])
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"]}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "fetch_rate", ranked
+        said = self._declared(run, analysis, "fetch_rate")
+        assert said and all(r.endswith("fed the failure at book") for r in said), said
+
+    def test_a_fallback_in_an_attempt_a_later_attempt_answered_is_not_blamed(self) -> None:
+        """A retry loop's first attempt fell back to None, the second got the live rate: the degraded value was
+        thrown away, so the first attempt carries no evidence of a fallback that fed the failure (rev54a
+        finding 3)."""
+        calls = {"n": 0}
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise TimeoutError("rate gateway timed out")
+            return {"city": city, "eur_per_night": _LIVE[city]}
+
+        @trajdebug.step(kind="other")
+        def attempt(city: str) -> dict[str, Any] | None:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(None, "no rate yet, will retry")
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any] | None:
+            for _ in range(3):
+                r = attempt(city)
+                if r is not None:
+                    return r
+            return None
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"] * 0.9}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "price", ranked
+        assert not self._declared(run, analysis, "attempt")
+
+    def test_a_wrong_stand_in_relayed_by_a_sub_agent_is_the_first_cause(self) -> None:
+        """The fallback's stale rate (Lisbon's) passes unchanged through a sub-agent and the pricing step to the
+        booking that refuses it: the step that declared the fallback ranks first."""
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+
+        @trajdebug.step(kind="other")
+        def lookup(city: str) -> dict[str, Any]:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback({"city": city, "eur_per_night": _LIVE["Lisbon"]}, "served cached rate")
+
+        @trajdebug.step(kind="agent")
+        def rate_agent(city: str) -> dict[str, Any]:
+            r = lookup(city)
+            return {"city": r["city"], "eur_per_night": r["eur_per_night"]}
+
+        run = self._hotel(rate_agent, self._price_as_given())
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "lookup", ranked
+        assert self._declared(run, analysis, "lookup")

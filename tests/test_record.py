@@ -437,6 +437,26 @@ class TestFallback:
             trajdebug.configure(enabled=True)
 
 
+    def test_fallback_records_whether_it_kept_the_steps_own_output(self) -> None:
+        """``s.fallback(s.output, ...)`` keeps the output the step had (a warning it went on from): recorded
+        ``fallback_value="kept"``; a stand-in for the value the error cost is ``"replaced"``."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("warned", kind="tool") as w:
+                w.output = {"eur_per_night": 140.0}
+                w.error("rate table is a day old", type="Warning")
+                w.fallback(w.output, "harmless warning, ignored")
+            with trajdebug.step("stood_in", kind="tool") as f:
+                f.output = {"ok": False}
+                f.error("the API returned an error payload")
+                f.fallback({"eur_per_night": 95.0}, "used the cached price")
+
+        run = record(body)
+        by = {s.name: s for s in run.steps}
+        assert by["warned"].attributes["fallback_value"] == "kept"
+        assert by["stood_in"].attributes["fallback_value"] == "replaced"
+
+
 class TestRobustness:
     def test_off_switch_records_nothing(self, tmp_path: Path) -> None:
         """configure(enabled=False) makes runs and steps no-ops: no file, no store."""

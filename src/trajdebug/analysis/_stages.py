@@ -318,14 +318,16 @@ def _kept_own_output(graph: DependencyGraph, sid: str, err: ErrorLifecycle) -> b
 
 
 def _retried_cleanly(graph: DependencyGraph, sid: str) -> bool:
-    """Whether a later call of the same step under the same parent (the next attempt of a retry loop)
-    answered without error or fallback: the fallback's value was discarded for that answer."""
+    """Whether a later attempt of the same step (a retry of it, or a call of the same step under the same
+    parent given the same input: the next turn of a retry loop) answered without error or fallback: the
+    fallback's value was discarded for that answer.  A loop over items calls the step on other inputs: those
+    calls are no attempts of this one."""
     step = graph.steps[sid]
     pos = graph.position(sid)
     return any(
         o.name == step.name
         and o.kind == step.kind
-        and o.parent_id == step.parent_id
+        and (o.retry_of == sid or (o.parent_id == step.parent_id and o.input == step.input))
         and o.status == "ok"
         and o.attributes.get("fallback") is None
         and graph.position(o.step_id) > pos
