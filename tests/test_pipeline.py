@@ -6,11 +6,13 @@ import json
 import re
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from tests.builders import propagated_error_run
 
+import trajdebug
 from trajdebug.analysis._detect import detect
 from trajdebug.analysis._pipeline import (
     NAMED_KEY,
@@ -27,6 +29,7 @@ from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
 from trajdebug.demo import FAULTS, run_demo
 from trajdebug.report.analysis import CALIBRATED_APART_LINE, ORDER_LINES, analysis_lines, analysis_markdown
 from trajdebug.store import Store
+from trajdebug.testing import capture_runs, deterministic
 
 
 QUESTION = "What is the balance of account 88213?"
@@ -636,3 +639,303 @@ class TestCommand:
 def test_analysis_is_exported() -> None:
     """The pipeline's entry point and result type are importable from the package."""
     assert callable(analyze) and Analysis.__name__ == "Analysis"
+
+
+def _trip_run(*, cache_by_date_only: bool, discount_bug: bool = False) -> Run:
+    """A trip quoter (nu27's a3): each leg's nightly rate comes from a rate gateway through a retrying step
+    that, when the gateway times out, answers with a cached rate through ``s.fallback``; each leg is priced,
+    then booked, and the hotel refuses a quote off its current rate.
+
+    ``cache_by_date_only``: the cache is keyed by the check-in date alone, so the Porto leg is served
+    Lisbon's rate (the fallback's degraded value is what the failure rejects).  ``discount_bug``: pricing
+    takes 10% off the Porto rate (the failure's cause is elsewhere; the Madrid leg's fallback, keyed right,
+    serves a correct cached rate that feeds only Madrid's booking)."""
+
+    live = {"Lisbon": 95.0, "Porto": 140.0, "Madrid": 120.0}
+    legs = [("Lisbon", "2027-05-02", 3), ("Porto", "2027-05-02", 2), ("Madrid", "2027-05-05", 2), ("Madrid", "2027-05-05", 1)]
+    # Which call of the gateway times out, per city and date: Porto's first, or Madrid's second.
+    flaky = {("Porto", "2027-05-02"): 1} if cache_by_date_only else {("Madrid", "2027-05-05"): 2}
+    calls: dict[tuple[str, str], int] = {}
+    cache: dict[Any, dict[str, Any]] = {}
+
+    @trajdebug.step(kind="input")
+    def read_request() -> list[dict[str, Any]]:
+        return [{"city": c, "checkin": d, "nights": n} for c, d, n in legs]
+
+    @trajdebug.step(kind="tool")
+    def rate_gateway(city: str, checkin: str) -> dict[str, Any]:
+        n = calls[(city, checkin)] = calls.get((city, checkin), 0) + 1
+        if flaky.get((city, checkin)) == n:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+        return {"checkin": checkin, "eur_per_night": live[city]}
+
+    @trajdebug.step(kind="other")
+    def fetch_rate_with_retry(city: str, checkin: str) -> dict[str, Any]:
+        key: Any = checkin if cache_by_date_only else (city, checkin)
+        try:
+            rate = rate_gateway(city, checkin)
+        except TimeoutError:
+            if key in cache:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(dict(cache[key], source="cache"), "served the cached rate")
+            rate = rate_gateway(city, checkin)
+        cache[key] = rate
+        return dict(rate, source="live")
+
+    @trajdebug.step(kind="other")
+    def price_leg(leg: dict[str, Any], rate: dict[str, Any]) -> dict[str, Any]:
+        per_night = rate["eur_per_night"] * (0.9 if discount_bug and leg["city"] == "Porto" else 1.0)
+        return {"city": leg["city"], "nights": leg["nights"], "eur_per_night": per_night, "eur": per_night * leg["nights"]}
+
+    @trajdebug.step(kind="tool")
+    def book(leg: dict[str, Any]) -> dict[str, Any]:
+        current = live[leg["city"]]
+        if abs(current - leg["eur_per_night"]) > 0.01:
+            raise RuntimeError(
+                f"hotel in {leg['city']} refused booking: quoted {leg['eur_per_night']:.2f} EUR/night, "
+                f"current rate {current:.2f} EUR/night"
+            )
+        return {"city": leg["city"], "confirmation": f"CNF-{leg['city'][:3].upper()}-{leg['nights']}"}
+
+    with deterministic(), capture_runs() as runs:
+        try:
+            with trajdebug.run("trip-quoter", task="quote and book the trip"):
+                priced = [price_leg(leg, fetch_rate_with_retry(leg["city"], leg["checkin"])) for leg in read_request()]
+                for leg in priced:
+                    book(leg)
+        except RuntimeError:
+            pass
+    (run,) = runs
+    assert run.outcome == "failure"
+    return run
+
+
+_LIVE = {"Porto": 140.0, "Lisbon": 95.0}
+"""The hotel's live rates (`TestDeclaredFallback`)."""
+
+
+class TestDeclaredFallback:
+    """A step that declared a fallback (``s.fallback``: a degraded value in place of the one an error cost it)
+    is blamed when that value feeds the failure, never when it feeds none (nu27 finding 1)."""
+
+    def test_a_fallback_whose_cached_value_fails_a_later_step_is_the_first_cause(self) -> None:
+        """A retrying step that served a cached rate for another city, the booking refused on it: the step that
+        declared the fallback ranks first, alone (no passing run), on that evidence."""
+        run = _trip_run(cache_by_date_only=True)
+        [ignored] = [e for e in run.errors if e.stage == "ignored"]
+        fell_back = ignored.stages[-1].step_id
+        analysis = analyze(run)
+        top = analysis.root_causes[0]
+        assert top.step_id == fell_back, [(c.name, c.step_id, c.reasons) for c in analysis.root_causes]
+        assert any("declared a fallback after the TimeoutError" in r for r in top.reasons), top.reasons
+        assert "swallowed-error" in top.signals
+
+    def test_a_fallback_whose_value_feeds_no_failure_is_not_blamed(self) -> None:
+        """The Madrid leg's fallback served Madrid's own cached rate, which only Madrid's booking read; the Porto
+        booking failed on a price the pricing step discounted: the fallback carries no evidence and is not
+        first."""
+        run = _trip_run(cache_by_date_only=False, discount_bug=True)
+        [ignored] = [e for e in run.errors if e.stage == "ignored"]
+        fell_back = ignored.stages[-1].step_id
+        analysis = analyze(run, top=60)
+        ranked = {c.step_id: c for c in analysis.root_causes}
+        assert analysis.root_causes[0].step_id != fell_back
+        assert fell_back not in ranked or not any("declared a fallback" in r for r in ranked[fell_back].reasons)
+
+    def test_a_warning_a_step_reported_on_itself_and_ignored_is_no_fallback(self) -> None:
+        """``s.error(...)`` then ``s.fallback(s.output, ...)``: a harmless warning the step went on from with its
+        own answer (the benchmarks' warning distractor), though its answer fed the failure: no fallback is
+        declared against it (the failure's cause is the pricing step's discount)."""
+
+        def body() -> None:
+            with trajdebug.step("fetch_rate", kind="tool") as fetch:
+                fetch.output = {"eur_per_night": 140.0}
+                fetch.error("rate table is a day old", type="Warning")
+                fetch.fallback(fetch.output, "harmless warning, ignored")
+            with trajdebug.step("price", kind="other", deps=[fetch]) as price:
+                price.output = {"eur_per_night": fetch.output["eur_per_night"] * 0.9}
+            with trajdebug.step("book", kind="tool", deps=[price]):
+                raise RuntimeError("hotel refused booking: quoted 126.00 EUR/night, current rate 140.00 EUR/night")
+
+        with deterministic(), capture_runs() as runs:
+            try:
+                with trajdebug.run("warned-quoter"):
+                    body()
+            except RuntimeError:
+                pass
+        (run,) = runs
+        [warned] = [e for e in run.errors if e.stage == "ignored"]
+        analysis = analyze(run, top=60)
+        ranked = {c.step_id: c for c in analysis.root_causes}
+        assert warned.step_id in ranked
+        assert not any("declared a fallback" in r for r in ranked[warned.step_id].reasons)
+
+    @staticmethod
+    def _hotel(fetch_rate: Any, price: Any) -> Run:
+        """A run that prices the rate ``fetch_rate`` answers for Porto and books it: the hotel refuses a
+        quote other than the live rate (140.00)."""
+
+        @trajdebug.step(kind="tool")
+        def book(q: dict[str, Any]) -> dict[str, bool]:
+            if abs(q["eur_per_night"] - _LIVE[q["city"]]) > 0.01:
+                live = _LIVE[q["city"]]
+                raise RuntimeError(f"hotel refused booking: quoted {q['eur_per_night']:.2f}, current {live:.2f}")
+            return {"ok": True}
+
+        with deterministic(), capture_runs() as runs:
+            try:
+                with trajdebug.run("hotel", task="quote and book"):
+                    book(price(fetch_rate("Porto")))
+            except RuntimeError:
+                pass
+        (run,) = runs
+        return run
+
+    @staticmethod
+    def _price_as_given() -> Any:
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"]}
+
+        return price
+
+    @staticmethod
+    def _ranked(run: Run, analysis: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """The ranked steps' names and reasons, best first."""
+        names = {s.step_id: s.name for s in run.steps}
+        return [(names[c.step_id], tuple(c.reasons)) for c in analysis.root_causes]
+
+    def _declared(self, run: Run, analysis: Any, name: str) -> list[str]:
+        """The reasons that say the step named ``name`` declared a fallback that fed the failure."""
+        return [r for n, rs in self._ranked(run, analysis) if n == name for r in rs if "declared a fallback" in r]
+
+    def test_an_innocent_fallback_beside_the_step_that_changed_its_value_is_not_blamed(self) -> None:
+        """The fallback served the right cached rate; the pricing step discounted it (its own bug, with its own
+        lineage evidence: given 140.00, which the failure names, not passed on): the fallback's value never
+        reached the booking, so it gets no evidence and the pricing step ranks first (rev54a finding 1)."""
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any]:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback({"city": city, "eur_per_night": _LIVE[city]}, "served cached rate")
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": round(rate["eur_per_night"] * 0.9, 2)}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "price", ranked
+        assert not self._declared(run, analysis, "fetch_rate")
+
+    def test_an_error_payload_reported_then_a_stand_in_declared_is_a_fallback(self) -> None:
+        """The documented pattern: ``s.error("the API returned an error payload")`` then ``s.fallback(cached,
+        ...)`` with a stale rate that the booking refuses: the stand-in is a declared fallback (it replaced the
+        step's output), first though an innocent step beside it swallowed a harmless payload (rev54a finding 2);
+        the evidence names the run's failure, not the intermediate error."""
+
+        @trajdebug.step(kind="tool")
+        def rate_api(city: str) -> dict[str, Any]:
+            return {"ok": False, "error": "rate API returned an error payload"}
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any]:
+            s = trajdebug.current_step()
+            assert s is not None
+            r = rate_api(city)
+            s.error(r["error"])
+            return s.fallback({"city": city, "eur_per_night": _LIVE["Lisbon"]}, "used the cached price")
+
+        @trajdebug.step(kind="tool")
+        def tax_service(city: str) -> dict[str, Any]:
+            return {"ok": False, "error": "tax table missing"}
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            tax_service(rate["city"])
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"]}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "fetch_rate", ranked
+        said = self._declared(run, analysis, "fetch_rate")
+        assert said and all(r.endswith("fed the failure at book") for r in said), said
+
+    def test_a_fallback_in_an_attempt_a_later_attempt_answered_is_not_blamed(self) -> None:
+        """A retry loop's first attempt fell back to None, the second got the live rate: the degraded value was
+        thrown away, so the first attempt carries no evidence of a fallback that fed the failure (rev54a
+        finding 3)."""
+        calls = {"n": 0}
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise TimeoutError("rate gateway timed out")
+            return {"city": city, "eur_per_night": _LIVE[city]}
+
+        @trajdebug.step(kind="other")
+        def attempt(city: str) -> dict[str, Any] | None:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(None, "no rate yet, will retry")
+
+        @trajdebug.step(kind="other")
+        def fetch_rate(city: str) -> dict[str, Any] | None:
+            for _ in range(3):
+                r = attempt(city)
+                if r is not None:
+                    return r
+            return None
+
+        @trajdebug.step(kind="other")
+        def price(rate: dict[str, Any]) -> dict[str, Any]:
+            return {"city": rate["city"], "eur_per_night": rate["eur_per_night"] * 0.9}
+
+        run = self._hotel(fetch_rate, price)
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "price", ranked
+        assert not self._declared(run, analysis, "attempt")
+
+    def test_a_wrong_stand_in_relayed_by_a_sub_agent_is_the_first_cause(self) -> None:
+        """The fallback's stale rate (Lisbon's) passes unchanged through a sub-agent and the pricing step to the
+        booking that refuses it: the step that declared the fallback ranks first."""
+
+        @trajdebug.step(kind="tool")
+        def rate_gateway(city: str) -> dict[str, Any]:
+            raise TimeoutError(f"rate gateway timed out for {city}")
+
+        @trajdebug.step(kind="other")
+        def lookup(city: str) -> dict[str, Any]:
+            try:
+                return rate_gateway(city)
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback({"city": city, "eur_per_night": _LIVE["Lisbon"]}, "served cached rate")
+
+        @trajdebug.step(kind="agent")
+        def rate_agent(city: str) -> dict[str, Any]:
+            r = lookup(city)
+            return {"city": r["city"], "eur_per_night": r["eur_per_night"]}
+
+        run = self._hotel(rate_agent, self._price_as_given())
+        analysis = analyze(run, top=60)
+        ranked = self._ranked(run, analysis)
+        assert ranked[0][0] == "lookup", ranked
+        assert self._declared(run, analysis, "lookup")

@@ -402,6 +402,61 @@ class TestHostileValues:
         assert () == run.steps[0].deps
 
 
+class TestFallback:
+    def test_fallback_returns_its_value_so_a_step_can_answer_with_it(self) -> None:
+        """``return s.fallback(cached, why)`` answers with ``cached`` (nu27 finding 8: it returned None, and the
+        agent that returned it crashed on a TypeError): the value is the step's output and its error ends
+        ``ignored``; with recording off the handle hands the value back too."""
+        cached = {"eur_per_night": 95.0, "source": "cache"}
+
+        @trajdebug.step(kind="tool")
+        def gateway() -> dict[str, float]:
+            raise TimeoutError("rate gateway timed out")
+
+        @trajdebug.step(kind="other")
+        def rate() -> dict[str, Any]:
+            try:
+                return gateway()
+            except TimeoutError:
+                s = trajdebug.current_step()
+                assert s is not None
+                return s.fallback(cached, "rate service timed out")
+
+        got: list[Any] = []
+        run = record(lambda h: got.append(rate()))
+        assert got == [cached]
+        [step] = [st for st in run.steps if st.name == "rate"]
+        [error] = run.errors
+        assert step.output == cached and step.attributes["fallback"] == "rate service timed out"
+        assert error.stage == "ignored" and error.stages[-1].step_id == step.step_id
+        trajdebug.configure(enabled=False)
+        try:
+            with trajdebug.step("off") as off:
+                assert off.fallback(cached, "off") is cached
+        finally:
+            trajdebug.configure(enabled=True)
+
+
+    def test_fallback_records_whether_it_kept_the_steps_own_output(self) -> None:
+        """``s.fallback(s.output, ...)`` keeps the output the step had (a warning it went on from): recorded
+        ``fallback_value="kept"``; a stand-in for the value the error cost is ``"replaced"``."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("warned", kind="tool") as w:
+                w.output = {"eur_per_night": 140.0}
+                w.error("rate table is a day old", type="Warning")
+                w.fallback(w.output, "harmless warning, ignored")
+            with trajdebug.step("stood_in", kind="tool") as f:
+                f.output = {"ok": False}
+                f.error("the API returned an error payload")
+                f.fallback({"eur_per_night": 95.0}, "used the cached price")
+
+        run = record(body)
+        by = {s.name: s for s in run.steps}
+        assert by["warned"].attributes["fallback_value"] == "kept"
+        assert by["stood_in"].attributes["fallback_value"] == "replaced"
+
+
 class TestRobustness:
     def test_off_switch_records_nothing(self, tmp_path: Path) -> None:
         """configure(enabled=False) makes runs and steps no-ops: no file, no store."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.analysis._detect import Failure, detect, final_step, superseded
 from trajdebug.analysis._localize import Candidate, Localization, rank_steps
@@ -48,7 +48,11 @@ from trajdebug.analysis.lineage import (
 )
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import VALUE_DEP_KINDS, Run
+from trajdebug.core.model import VALUE_DEP_KINDS, DepKind, Run
+
+
+if TYPE_CHECKING:
+    from trajdebug.core.lifecycle import ErrorLifecycle, ErrorReport
 
 
 def declare_outcome(state: AnalysisState) -> AnalysisState:
@@ -147,6 +151,7 @@ def lifecycle(state: AnalysisState) -> AnalysisState:
         superseded(run)
     )
     origins = _chain_origins(report.to_dict().get("chains", []), own_graph, handled) or origins
+    origins = [*origins, *_fallbacks_fed(report, own_graph, state.lineage)]
     return replace(state, error_report=report, origins=tuple(origins))
 
 
@@ -246,6 +251,106 @@ def _chain_origins(
             name = f" {ch['chain_id']}" if ch.get("chain_id") else ""
             out.append(Evidence(origin, 0.1, f"origin of the critical error chain{name}", "error-lifecycle"))
     return out
+
+
+DECLARED_FALLBACK = 0.5
+"""The suspicion of a step that declared a fallback (``s.fallback``) whose degraded value fed the run's
+failure: the step said itself that what it answered is not the real value, the strongest evidence a step can
+give about itself, so never weaker than a swallowed error's (0.45, `swallowed_error`), which it stands beside
+(a step with both keeps the stronger)."""
+
+
+def _fallbacks_fed(report: ErrorReport, graph: DependencyGraph, lineage: Lineage | None) -> list[Evidence]:
+    """Evidence from the lifecycle report: each step that ended an error ``ignored`` by a fallback (a degraded
+    value in place of the one the error cost) when that value reached the failure of a chain that failed the
+    run (`_fallback_reached`).  A fallback whose value reached no failure is no evidence: the error ended
+    there; nor is a fallback that kept the output the step already had (`_kept_own_output`: a warning, after
+    which the step went on with its own answer), nor one in an attempt a later attempt of the same step
+    answered cleanly (`_retried_cleanly`: the degraded value was thrown away)."""
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for ch in report.critical_chains():
+        end = report.error(ch.error_ids[-1])
+        for i, link in enumerate(ch.links):
+            err = report.error(ch.error_ids[i])
+            if link != "data" or err.stage != "ignored":
+                continue
+            nxt = report.error(ch.error_ids[i + 1])
+            failed = end.step_id if end.step_id in graph else nxt.step_id
+            if failed not in graph:
+                continue
+            fed = graph.backward_slice([failed], _VALUE_KINDS)
+            for c in err.stages:
+                sid = c.step_id
+                if c.stage != "ignored" or sid is None or sid == failed or sid not in fed or sid in seen:
+                    continue
+                if _kept_own_output(graph, sid, err) or _retried_cleanly(graph, sid):
+                    continue
+                if not _fallback_reached(lineage, sid, failed):
+                    continue
+                seen.add(sid)
+                out.append(_declared(err, c.reason, sid, graph.steps[failed].name))
+    return out
+
+
+def _declared(err: ErrorLifecycle, reason: str | None, sid: str, where: str) -> Evidence:
+    """The finding of a declared fallback at ``sid`` whose value reached the failure at ``where``."""
+    said = f" ({reason[:80]})" if reason else ""
+    of = f" of {err.step_name}" if err.step_name and sid != err.step_id else ""
+    return Evidence(
+        sid,
+        DECLARED_FALLBACK,
+        f"declared a fallback after the {err.type}{of}{said}: the degraded value it answered with fed the "
+        f"failure at {where}",
+        "swallowed-error",
+    )
+
+
+def _kept_own_output(graph: DependencyGraph, sid: str, err: ErrorLifecycle) -> bool:
+    """Whether the fallback at ``sid`` kept the output the step already had (``s.fallback(s.output, ...)``,
+    recorded as ``fallback_value="kept"``): a warning the step went on from, no stand-in for a value the error
+    cost.  A recording made before the recorder told the two apart (no ``fallback_value``) counts an error the
+    step reported on itself without raising (``s.error``) as kept."""
+    told = graph.steps[sid].attributes.get("fallback_value")
+    if told is not None:
+        return bool(told == "kept")
+    return err.reported and sid == err.step_id
+
+
+def _retried_cleanly(graph: DependencyGraph, sid: str) -> bool:
+    """Whether a later attempt of the same step (a retry of it, or a call of the same step under the same
+    parent given the same input: the next turn of a retry loop) answered without error or fallback: the
+    fallback's value was discarded for that answer.  A loop over items calls the step on other inputs: those
+    calls are no attempts of this one."""
+    step = graph.steps[sid]
+    pos = graph.position(sid)
+    return any(
+        o.name == step.name
+        and o.kind == step.kind
+        and (o.retry_of == sid or (o.parent_id == step.parent_id and o.input == step.input))
+        and o.status == "ok"
+        and o.attributes.get("fallback") is None
+        and graph.position(o.step_id) > pos
+        for o in graph.steps.values()
+    )
+
+
+def _fallback_reached(lineage: Lineage | None, sid: str, failed: str) -> bool:
+    """Whether the fallback's value survived to the failing step: a value the fallback step introduced (none of
+    its inputs holds it) is in what the failing step was given.  A step between them that changed or dropped it
+    (a discount applied to a correct cached rate) made the failing value, not the fallback.  A fallback that
+    introduced no value (None, an empty list) is judged by the slice alone: its emptiness is what flows."""
+    if lineage is None or sid not in lineage.views or failed not in lineage.views:
+        return True
+    made = lineage.introduced(sid)
+    if not made:
+        return True
+    view = lineage.view(failed)
+    return any(view.given(a) for a in made)
+
+
+_VALUE_KINDS: tuple[DepKind, ...] = ("data", "state")
+"""The edges a value travels along (`VALUE_DEP_KINDS`; the lifecycle links errors along the same)."""
 
 
 def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | None = None) -> Run:

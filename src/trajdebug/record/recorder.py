@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from trajdebug.record.runs import RunHandle
 
     F = TypeVar("F", bound=Callable[..., Any])
+    T = TypeVar("T")
 
 # Bound by assignment, not imported by name, so that ``_RUN.get()`` compiles to a method call (see
 # the same lines in `trajdebug.record.steps`).
@@ -190,8 +191,8 @@ class _NoopStep(StepHandle):
     def error(self, message: str, *, type: str = "ReportedError", **attributes: Any) -> str | None:
         return None
 
-    def fallback(self, value: Any, reason: str = "fallback value used") -> None:
-        return None
+    def fallback(self, value: T, reason: str = "fallback value used") -> T:
+        return value
 
 
 _NOOP_STEP = _NoopStep("noop")

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from trajdebug.record.runs import RunHandle
 
     F = TypeVar("F", bound=Callable[..., Any])
+    T = TypeVar("T")
 
 # The context variables, bound by assignment rather than imported by name: CPython 3.11
 # compiles ``name.get()`` on an imported name as an attribute load plus a call (it
@@ -448,10 +449,20 @@ class StepHandle:
             self._run._internal_error("error report")
             return None
 
-    def fallback(self, value: Any, reason: str = "fallback value used") -> None:
-        """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output."""
+    def fallback(self, value: T, reason: str = "fallback value used") -> T:
+        """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output.
+
+        Records ``fallback_value``: ``"kept"`` when ``value`` is the output the step already had
+        (``s.fallback(s.output, "harmless warning")``: the step goes on with its own answer), else
+        ``"replaced"`` (a stand-in for the value the error cost).
+
+        Returns:
+            ``value``, so that ``return s.fallback(cached, "rate service timed out")`` answers with it.
+        """
+        kept = self.output is not None and value is self.output
         self.output = value
         self.set("fallback", reason)
+        self.set("fallback_value", "kept" if kept else "replaced")
         if self._run is not None:
             try:
                 from trajdebug.record import exceptions as _errors
@@ -459,6 +470,7 @@ class StepHandle:
                 _errors.on_fallback(self._run, self, reason)
             except Exception:  # noqa: BLE001 - the recorder never breaks the agent
                 self._run._internal_error("fallback")
+        return value
 
     # -- decorator ---------------------------------------------------------------
 

@@ -69,8 +69,8 @@ _ERROR_WORDS = re.compile(
 )
 _CODE_FIELDS = ("code", "error_code", "errno", "status", "status_code")
 _KEEP_ATTRIBUTES = frozenset(
-    {"timeout", "service", "fallback", "retry_reason", "context_lost", "after_run_end", "interrupted",
-     "closed_early", "recorded_kind", "recorded_status", "unencodable", "tool_call_id"}
+    {"timeout", "service", "fallback", "fallback_value", "retry_reason", "context_lost", "after_run_end",
+     "interrupted", "closed_early", "recorded_kind", "recorded_status", "unencodable", "tool_call_id"}
 )
 
 
