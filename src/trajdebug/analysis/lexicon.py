@@ -182,6 +182,11 @@ class Lexicon:
     """Words of a yes/no field that says whether a call's request was granted (``available``, ``approved``,
     ``success``): false there is a service saying no, an honest answer, not one that failed to answer."""
 
+    measure_words: frozenset[str]
+    """Words that, between a number of a failure's message and the number before it, make it the value the
+    run was measured against, not the run's own ("computed 498.11 != **stated** 473.21", "got 15, **should**
+    be 12", "refund 89.90 does not **match** 54.00", "**expected** 12")."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -458,6 +463,7 @@ ENGLISH = Lexicon(
         {"ok", "success", "successful", "succeeded", "available", "approved", "accepted", "confirmed", "granted",
          "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}
     ),
+    measure_words=frozenset({"expected", "expecting", "expect", "stated", "should", "match", "matches", "matching"}),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),

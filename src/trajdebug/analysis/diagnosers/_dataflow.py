@@ -105,6 +105,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # A text read into a record: a series of numbers it lists, of which the record kept some.
         named_keys = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
         yield from series_cut(step, src, out, named_keys, ctx.lexicon)
+        yield from _extra_field_left(step, src, ctx)
     if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
@@ -132,6 +133,46 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         ]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         yield from _lost_findings(step.step_id, values, lost, named, out)
+
+
+def _record_parts(value: Any) -> list[str] | None:
+    """The fields of a delimited record written on one line (``SKU-220|Office chair|1|249.00``, three or more,
+    `_FIELD_SEPARATOR`), as a parse step is given it (alone or as its one argument); None for any other value."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        value = next(iter(value.values()))
+    if not isinstance(value, str) or "\n" in value.strip() or len(value) > 2000:
+        return None
+    parts = [p.strip() for p in _FIELD_SEPARATOR.split(value.strip())]
+    return [p for p in parts if p] if len(parts) >= 3 else None
+
+
+def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A delimited record read into a record that left out a field, where it has more fields than any record
+    the step's other calls read, and each of those kept every field of its own: the parser reads a fixed set
+    of columns, and this record carried one more (``...|EUR|disc=10%``), which it dropped unread."""
+    mine = _record_parts(src)
+    if mine is None:
+        return
+    lost = _lost(mine, ctx.text(step.step_id))
+    if not lost:
+        return
+    widths = []
+    for s in ctx.run.steps:
+        if s.name != step.name or s.kind != step.kind or s.step_id == step.step_id or s.status != "ok":
+            continue
+        theirs = _record_parts(_with_json_read(s.input))
+        if theirs is None or _lost(theirs, ctx.text(s.step_id)):
+            return  # a call that is given no such record, or that drops a field too: it reads some columns
+        widths.append(len(theirs))
+    if len(widths) < 2 or len(mine) <= max(widths):
+        return
+    yield Evidence(
+        step.step_id,
+        0.45,
+        f"dropped {lost[0]!r}, a field of the record it read ({len(mine)} fields), where its {len(widths)} other "
+        f"calls read records of at most {max(widths)} fields and kept every one",
+        "parse-dropped",
+    )
 
 
 def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str], out: Any) -> Iterable[Evidence]:

@@ -62,7 +62,24 @@ def _cut_mid_word(text: str) -> bool:
     if len(t) < 60 or t != t.rstrip() or t[-1:] in _TERMINAL or "\n" in t[-40:]:
         return False
     # Prose ends with punctuation; a line-oriented output (logs, code) does not.
-    return t.count(". ") >= 2 and t[-1].isalnum()
+    return t.count(". ") >= 2 and t[-1].isalnum() and not _signed(t)
+
+
+_LAST_SENTENCE_END = re.compile(r"[.!?]\s+(?=[^.!?]*$)")
+"""The end of a text's last full sentence, before what follows it."""
+_NAME = re.compile(r"[A-Z][a-z]+")
+"""A capitalised word, as a name is written (``Ana``)."""
+
+
+def _signed(text: str) -> bool:
+    """Whether a text ends the way a letter is signed: after its last full sentence, a few words (at most four)
+    ending in a capitalised word ("... 42.50 EUR. Thanks, Ana", "... EUR. Ben").  A cut falls anywhere, mostly
+    inside a sentence's words; a sentence finished and a name after it is a text that ended."""
+    m = _LAST_SENTENCE_END.search(text)
+    if m is None:
+        return False
+    words = text[m.end() :].split()
+    return 1 <= len(words) <= 4 and _NAME.fullmatch(words[-1]) is not None
 
 
 def _ragged_tail(rows: list[Any]) -> tuple[str, int, int] | None:

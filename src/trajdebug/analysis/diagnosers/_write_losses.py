@@ -32,15 +32,22 @@ _NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+
 def _lost(values: list[Any], text: str) -> list[Any]:
     """The values that do not show in a (lower-case) text, numbers in any restated form."""
     forms: set[str] | None = None  # read when a value is not found as written (most are)
+    small: set[float] | None = None  # (likewise, the numbers of the text)
     lost = []
     for v in values:
         if isinstance(v, str):
             if v.strip().lower() in text:
                 continue
             # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
-            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
+            numeral = _NUMERAL.fullmatch(v.strip()) is not None
+            n = content.norm_number(v.strip()) if numeral else None
             if n is None:
-                lost.append(v)
+                # A small whole number written as text ('10.00', no telling number by `content.norm_number`) is
+                # kept when the output holds it as a number (10.0): converting its type dropped nothing.
+                if numeral and small is None:
+                    small = _numbers_in(text)
+                if not (numeral and small is not None and float(v.strip().replace(",", "")) in small):
+                    lost.append(v)
                 continue
         else:
             n = content.norm_number(repr(v))
@@ -49,6 +56,11 @@ def _lost(values: list[Any], text: str) -> list[Any]:
         if n not in forms:
             lost.append(v)
     return lost
+
+
+def _numbers_in(text: str) -> set[float]:
+    """The numbers a text writes, by value (``10``, ``10.0`` and ``10.00`` are one)."""
+    return {float(raw.replace(",", "")) for raw in _NUMERAL.findall(text)}
 
 
 _FORMS_OF: list[tuple[str, set[str]] | None] = [None]

@@ -116,16 +116,27 @@ def anomalies(
     units: Collection[str] = (),
     carried: Collection[str] = (),
     loops: Collection[Cursor] = (),
+    made_inside: Collection[str] | None = None,
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
     power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
     ``units``: the units the run writes next to numbers (`relabelled` reads field names by them); ``carried``:
     top-level output keys whose entries an earlier call of the step returned (`carried_keys`), no answer to
-    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`)."""
-    if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
+    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`); ``made_inside``:
+    the keys of the values the steps inside it answered, when ``has_children`` (None: not read, no signal)."""
+    if step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
+        return
+    if has_children:
+        # A step enclosing calls (a wrapper, a retry loop) answers with what they answered, theirs to answer for.
+        # A value none of them answered it wrote itself (a cached record it served when the call failed): one
+        # contradicting what it was given is its own conflict.
+        if step.kind != "llm" and made_inside is not None:
+            own = frozenset((a.field, a.key) for a in view.outputs if a.key not in made_inside)
+            if own:
+                yield from _conflicts(step, view, None, own, loops)
         return
     if step.kind != "llm":
         # (A model's answer is judged by the llm-output diagnoser: values it states
@@ -257,7 +268,9 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                     "lineage:altered",
                 )
                 break
-            k = power_of_ten(yv, xv)
+            # (A given 1 scales to no telling value: every power of ten is "1 times 10^k", so such an output says
+            # only that it is round, a discount of 10% beside an index 1.)
+            k = power_of_ten(yv, xv) if abs(xv) != 1 else 0
             if k and (y.field is None or x.field is None or y.field == x.field or _related(y.field, x.field)):
                 if y.field in signed:
                     break  # the step scales this field by a rule (every call of it does: a unit converted)
