@@ -581,6 +581,26 @@ class TestAnomalies:
         scaled = _s("p", "parse", "parse", 1, {"chainage_m": 200}, {"chainage_m": 2})
         assert self._signals(scaled) == ["lineage:altered"]
 
+    def test_a_given_one_scales_to_no_value(self) -> None:
+        """A catalogue tool given the index ``i=1`` answering a line "SKU-220|1|249.00|10%": its 10% is no "1
+        times 10^1" (every power of ten is), while a given quantity 2 answered as 20 still is a scaling (nu27)."""
+        fetch = _s("f", "fetch", "tool", 1, {"i": 1}, "SKU-220|1|249.00|10%")
+        assert "lineage:altered" not in self._signals(fetch)
+        scaled = _s("q", "parse", "parse", 1, {"qty": 2}, {"qty": 20})
+        assert self._signals(scaled) == ["lineage:altered"]
+
+    def test_a_wrapper_answering_a_value_none_of_its_calls_answered_is_checked_for_conflicts(self) -> None:
+        """A retry wrapper given city='Porto' whose gateway call failed answered the cached Lisbon record: a value
+        no call inside it answered is its own, and it contradicts what it was given.  The same wrapper answering
+        what its call answered passes that on: the call is the one to answer for it (nu27, finding 6)."""
+        wrapper = _s("w", "fetch_rate_with_retry", "other", 1, {"city": "Porto"}, {"city": "Lisbon", "eur": 95.0})
+        view = Lineage(_run(wrapper)).view("w")
+        own = [e.diagnoser for e in anomalies(wrapper, view, True, made_inside=set())]
+        assert own == ["lineage:conflict"]
+        passed = [e.diagnoser for e in anomalies(wrapper, view, True, made_inside={"s:lisbon", "n:95"})]
+        assert passed == []
+        assert list(anomalies(wrapper, view, True)) == []  # (what its calls answered not read: no signal)
+
     def test_a_scaling_apart_from_the_steps_conversion_is_named_first(self) -> None:
         """A step that turns grams into kilograms for every field but one, scaled by another power of ten,
         names that one first; the others stay evidence, after it."""

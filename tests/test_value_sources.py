@@ -310,3 +310,95 @@ def test_a_lead_that_comes_only_from_the_yardstick_share_is_at_most_unsure() -> 
     assert names[top.step_id] == "make"
     assert a.ranking_verdict == "unsure"
     assert any("yardstick share" in r and "at most unsure" in r for r in top.reasons)
+
+
+def _reconcile(message: str, stated_kind: str = "tool") -> Run:
+    """An invoice check as an agent records it: a code step sums the invoice's lines, a lookup (``stated_kind``)
+    answers the invoice's stated total afterwards, and a check handed both fails with ``message``."""
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    stated = {"invoice_id": "INV-7001", "stated_total_eur": 473.21}
+    with capture_runs() as runs:
+        try:
+            with trajdebug.run("invoice-check"):
+                with trajdebug.step("receive_request", kind="input", input={"text": "check INV-7001"}) as req:
+                    req.output = {"invoice_id": "INV-7001"}
+                with trajdebug.step("sum_lines", kind="other", input={"n": 5}, deps=[req]) as total:
+                    total.output = {"sum_eur": 498.11}
+                with trajdebug.step("fetch_stated_total", kind=stated_kind, input={"invoice_id": "INV-7001"}, deps=[req]) as st:
+                    st.output = stated
+                with trajdebug.step(
+                    "reconcile", kind="condition", input={"computed": {"sum_eur": 498.11}, "stated": stated}, deps=[total, st]
+                ):
+                    raise ValueError(message)
+        except ValueError:
+            pass
+    return runs[0]
+
+
+def test_the_side_a_failure_states_as_its_measure_a_lookup_supplied_is_not_introduced() -> None:
+    """"computed total 498.11 EUR != stated total 473.21 EUR (diff +24.90)": the lookup answered the stated
+    total the agent's sum was measured against; it supplied that side, it introduced nothing, and its finding
+    weighs half the summing step's, which leads (nu27, finding 4).  The gap the message states is no side."""
+    run = _reconcile("computed total 498.11 EUR != stated total 473.21 EUR (diff +24.90)")
+    reasons = _reasons(run)
+    assert not any("introduced" in r for r in reasons["fetch_stated_total"])
+    assert "supplied '473.21', which the failure at reconcile measures the run against" in reasons["fetch_stated_total"]
+    assert "introduced '498.11', which the failure at reconcile names" in reasons["sum_lines"]
+    thin = _thin(run)
+    assert thin["fetch_stated_total"][0] == pytest.approx(thin["sum_lines"][0] / 2)
+    assert next(iter(reasons)) == "sum_lines"
+
+
+def test_a_measure_the_agent_computed_itself_is_still_introduced() -> None:
+    """The same check where the "stated" total was made by a step of the agent's own (a code step, no lookup):
+    nothing vouches for it, so that step introduced it; and a message that marks no side ("498.11 EUR vs 473.21
+    EUR") leaves the lookup's finding whole (the side made first, the sum, is then the yardstick, as before)."""
+    computed = _reasons(_reconcile("computed total 498.11 EUR != stated total 473.21 EUR", stated_kind="other"))
+    assert "introduced '473.21', which the failure at reconcile names" in computed["fetch_stated_total"]
+    run = _reconcile("totals differ: 498.11 EUR vs 473.21 EUR")
+    assert "introduced '473.21', which the failure at reconcile names" in _reasons(run)["fetch_stated_total"]
+    unmarked = _thin(run)
+    assert unmarked["fetch_stated_total"][0] == pytest.approx(2 * unmarked["sum_lines"][0])
+
+
+def test_a_retry_wrapper_that_served_another_citys_cached_record_contradicts_its_input() -> None:
+    """A rate fetcher wrapping a gateway call, given Porto: the call timed out and the wrapper answered the
+    record it had cached for Lisbon.  No call inside it answered Lisbon, so the conflict is the wrapper's own
+    (nu27, finding 6, a3); the earlier call for Lisbon, which passed its gateway's answer on, has none."""
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    cache: dict[str, dict[str, object]] = {}
+
+    def fetch(city: str, ok: bool) -> dict[str, object]:
+        with trajdebug.step("fetch_rate_with_retry", kind="other", input={"city": city, "checkin": "2027-05-02"}) as w:
+            try:
+                with trajdebug.step("rate_gateway", kind="tool", input={"city": city, "checkin": "2027-05-02"}) as g:
+                    if not ok:
+                        raise TimeoutError(f"rate gateway timed out for {city}")
+                    g.output = {"city": city, "checkin": "2027-05-02", "eur_per_night": 95.0}
+                cache["2027-05-02"] = dict(g.output)
+                w.output = dict(g.output, source="live")
+            except TimeoutError:
+                w.output = dict(cache["2027-05-02"], source="cache")
+            return w.output  # type: ignore[no-any-return]
+
+    with capture_runs() as runs:
+        try:
+            with trajdebug.run("trip-quoter"):
+                fetch("Lisbon", True)
+                rate = fetch("Porto", False)
+                with trajdebug.step("book", kind="tool", input={"city": "Porto", "rate": rate}):
+                    raise RuntimeError("hotel in Porto refused booking: quoted 95.00 EUR/night, current rate 140.00")
+        except RuntimeError:
+            pass
+    reasons: dict[str, list[str]] = {}
+    from trajdebug.analysis import analyze
+
+    for c in analyze(runs[0], model=None).localization.ranked_all:
+        step = next(s for s in runs[0].steps if s.step_id == c.step_id)
+        reasons[f"{step.name}:{step.input['city']}"] = list(c.reasons)  # type: ignore[index]
+    assert "was given city='Porto' but its output says city='Lisbon'" in reasons["fetch_rate_with_retry:Porto"]
+    assert not any("was given city=" in r for r in reasons.get("fetch_rate_with_retry:Lisbon", []))
