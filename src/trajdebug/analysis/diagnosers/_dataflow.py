@@ -146,6 +146,12 @@ def _record_parts(value: Any) -> list[str] | None:
     return [p for p in parts if p] if len(parts) >= 3 else None
 
 
+def _kept_width(step: Step, ctx: DiagnoseContext) -> int | None:
+    """The number of fields of the delimited record a call read, when it kept every one (None otherwise)."""
+    theirs = _record_parts(_with_json_read(step.input))
+    return None if theirs is None or _lost(theirs, ctx.text(step.step_id)) else len(theirs)
+
+
 def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A delimited record read into a record that left out a field, where it has more fields than any record
     the step's other calls read, and each of those kept every field of its own: the parser reads a fixed set
@@ -156,21 +162,24 @@ def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Ev
     lost = _lost(mine, ctx.text(step.step_id))
     if not lost:
         return
-    widths = []
-    for s in ctx.run.steps:
-        if s.name != step.name or s.kind != step.kind or s.step_id == step.step_id or s.status != "ok":
-            continue
-        theirs = _record_parts(_with_json_read(s.input))
-        if theirs is None or _lost(theirs, ctx.text(s.step_id)):
-            return  # a call that is given no such record, or that drops a field too: it reads some columns
-        widths.append(len(theirs))
-    if len(widths) < 2 or len(mine) <= max(widths):
+    # (Per step name, read once: each call's record width, None for a call given no such record or that
+    # dropped a field of its own, which reads some columns.)
+    calls: dict[str, int | None] = ctx.memo(
+        f"record-widths:{step.kind}:{step.name}",
+        lambda: {
+            s.step_id: _kept_width(s, ctx)
+            for s in ctx.run.steps
+            if s.name == step.name and s.kind == step.kind and s.status == "ok"
+        },
+    )
+    widths = [w for sid, w in calls.items() if sid != step.step_id]
+    if len(widths) < 2 or any(w is None for w in widths) or len(mine) <= max(w or 0 for w in widths):
         return
     yield Evidence(
         step.step_id,
         0.45,
         f"dropped {lost[0]!r}, a field of the record it read ({len(mine)} fields), where its {len(widths)} other "
-        f"calls read records of at most {max(widths)} fields and kept every one",
+        f"calls read records of at most {max(w or 0 for w in widths)} fields and kept every one",
         "parse-dropped",
     )
 
