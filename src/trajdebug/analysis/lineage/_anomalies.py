@@ -129,33 +129,43 @@ def anomalies(
         return
     if step.status != "ok" or not view.outputs:
         return
+    if step.kind == "llm":
+        # (A model's answer is judged by the llm-output diagnoser: values it states
+        # that none of its inputs hold, or that contradict them.)
+        if not has_children:
+            yield from wrong_record(step, view)
+            yield from wrong_pick(step, view, GENERIC_FIELDS, loops)
+            yield from mixed(step, GENERIC_FIELDS)
+        return
+    given = step.input
+    inputs = view.inputs
+    if rewritten and is_mapping(step.input):
+        given = {k: v for k, v in step.input.items() if k not in rewritten}
+        kept = {(a.field, a.key) for a in atoms(given)}
+        inputs = [a for a in view.inputs if (a.field, a.key) in kept]
     if has_children:
         # A step enclosing calls (a wrapper, a retry loop) answers with what they answered, theirs to answer for.
         # A value none of them answered it wrote itself (a cached record it served when the call failed): one
         # contradicting what it was given is its own conflict.
-        if step.kind != "llm" and made_inside is not None:
-            own = frozenset((a.field, a.key) for a in view.outputs if a.key not in made_inside)
+        if made_inside is not None:
+            fresh = _fresh(step, carried)
+            own = frozenset(
+                (a.field, a.key)
+                for a in view.outputs
+                if a.key not in made_inside and (fresh is None or (a.field, a.key) in fresh)
+            )
             if own:
-                yield from _conflicts(step, view, None, own, loops)
+                yield from _conflicts(step, view, inputs, own, loops)
         return
-    if step.kind != "llm":
-        # (A model's answer is judged by the llm-output diagnoser: values it states
-        # that none of its inputs hold, or that contradict them.)
-        given = step.input
-        inputs = view.inputs
-        if rewritten and is_mapping(step.input):
-            given = {k: v for k, v in step.input.items() if k not in rewritten}
-            kept = {(a.field, a.key) for a in atoms(given)}
-            inputs = [a for a in view.inputs if (a.field, a.key) in kept]
-        yield from _conflicts(step, view, inputs, _fresh(step, carried), loops)
-        yield from crossed(step)
-        yield from _altered(step, view, signed)
-        yield from relabelled(view, units)
-        yield from half_converted(view)
-        yield from misconverted(view, units)
-        yield from _dropped_columns(step, view)
-        yield from _admitted(step, given)
-        yield from _out_of_bounds(step)
+    yield from _conflicts(step, view, inputs, _fresh(step, carried), loops)
+    yield from crossed(step)
+    yield from _altered(step, view, signed)
+    yield from relabelled(view, units)
+    yield from half_converted(view)
+    yield from misconverted(view, units)
+    yield from _dropped_columns(step, view)
+    yield from _admitted(step, given)
+    yield from _out_of_bounds(step)
     yield from wrong_record(step, view)
     yield from wrong_pick(step, view, GENERIC_FIELDS, loops)
     yield from mixed(step, GENERIC_FIELDS)
