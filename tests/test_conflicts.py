@@ -82,7 +82,7 @@ def test_a_message_whose_role_is_not_a_word_is_read_as_no_role_and_analysis_goes
 def test_an_instruction_whose_role_is_not_a_word_stays_in_the_request_and_the_history() -> None:
     """Stripping a conversation's instructions keeps a message whose role is a list (no word, so no system
     role) instead of raising, both for what a model was asked and for the history handed on."""
-    from trajdebug.analysis._value_sources import _history
+    from trajdebug.analysis._drops import _history
     from trajdebug.analysis.diagnosers._decisions import _request
 
     msgs = [{"role": ["system"], "content": "book lanes"}, {"role": "system", "content": "be brief"},

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 
 
 def _counting_dumps(monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -78,14 +79,14 @@ def test_whole_numbers_restate_as_the_rounding_does() -> None:
     numbers = ["0", "00", "7", "0012", "4148", "9" * 299, *(str(rng.randrange(10 ** rng.randint(1, 25))) for _ in range(2000))]
     for n in numbers:
         for percent in (True, False):
-            content._FORMS.clear()
-            content._PLAIN_FORMS.clear()
-            assert set(content._forms(n, percent=percent)) == set(content._rounded_forms(n, percent=percent) or ())
+            numerals._FORMS.clear()
+            numerals._PLAIN_FORMS.clear()
+            assert set(numerals._forms(n, percent=percent)) == set(numerals._rounded_forms(n, percent=percent) or ())
 
 
 def test_number_forms_of_a_text_mix_whole_and_decimal_numbers() -> None:
     """A text's whole and decimal numbers both restate: 25 as 2500 per cent, 0.0226 as 2.26 and 2."""
-    forms = content.number_forms("25 items at 0.0226")
+    forms = numerals.number_forms("25 items at 0.0226")
     assert {"25", "2500", "0.0226", "2.26", "2.3", "2"} <= forms
 
 
@@ -98,9 +99,9 @@ def test_json_text_nested_past_the_parser_stack_reads_as_no_json() -> None:
 
 def test_numbers_after_a_comma_in_a_compact_list_are_read() -> None:
     """Compact JSON's ``[508.0,711.2]`` and ``[3,4]`` hold two numbers each; ``1,234.5`` and ``1,234,567`` are one number each."""
-    assert {"508", "711.2"} <= content.plain_number_forms('{"blank_mm":[508.0,711.2]}')
-    assert {"3", "4"} <= content.plain_number_forms("[3,4]")
-    forms = content.plain_number_forms("paid 1,234.5 of 1,234,567")
+    assert {"508", "711.2"} <= numerals.plain_number_forms('{"blank_mm":[508.0,711.2]}')
+    assert {"3", "4"} <= numerals.plain_number_forms("[3,4]")
+    forms = numerals.plain_number_forms("paid 1,234.5 of 1,234,567")
     assert "234" not in forms and "567" not in forms and "1234.5" in forms
 
 
@@ -111,6 +112,6 @@ _NUMBER_TEXT = st.text(alphabet="0123456789,.-xX aé_×\n", max_size=30)
 @given(_NUMBER_TEXT)
 def test_number_pattern_finds_what_it_found_without_its_look_ahead(text: str) -> None:
     """The number pattern's leading look-ahead (a number starts with a digit or a minus) changes no match."""
-    plain = re.compile(content._NUMBER.pattern.removeprefix(r"(?=-?\d)"))
-    assert plain.pattern != content._NUMBER.pattern
-    assert [m.span() for m in content._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]
+    plain = re.compile(numerals._NUMBER.pattern.removeprefix(r"(?=-?\d)"))
+    assert plain.pattern != numerals._NUMBER.pattern
+    assert [m.span() for m in numerals._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
 from trajdebug.analysis.diagnosers._dataflow import _NUMERAL, _lost
@@ -18,14 +18,14 @@ from trajdebug.core.values import atoms
 
 def _eager(values: list[Any], text: str) -> list[Any]:
     """The reading `_lost` replaced (the text's number forms read first, every value tested), kept as the reference."""
-    forms = content.number_forms(text)
+    forms = numerals.number_forms(text)
     lost = []
     for v in values:
         if isinstance(v, str):
-            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
+            n = numerals.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
             if v.strip().lower() not in text and (n is None or n not in forms):
                 lost.append(v)
-        elif content.norm_number(repr(v)) not in forms:
+        elif numerals.norm_number(repr(v)) not in forms:
             lost.append(v)
     return lost
 

@@ -15,15 +15,13 @@ from trajdebug.analysis._detect import (
     BUILTIN_DETECTORS,
     DetectContext,
     Failure,
-    cut_short,
-    cut_short_steps,
     detect,
     fallbacks,
     final_step,
-    group_failures,
     registered_detectors,
     superseded,
 )
+from trajdebug.analysis._failures import cut_short, cut_short_steps, group_failures
 from trajdebug.analysis._sql import looks_like_sql, schema_from_db, sql_of
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.record.contracts import ContractError, check, contract

@@ -1442,16 +1442,18 @@ class TestRegistry:
         """The tool diagnosers are registered by name, and every name a rule module exports exists."""
         from trajdebug.analysis.diagnosers import _claims as claims
         from trajdebug.analysis.diagnosers import _steps as evidence
+        from trajdebug.analysis.diagnosers import _tool_arguments as arguments
         from trajdebug.analysis.diagnosers import _tools as tools
 
         assert all(hasattr(evidence, name) for name in evidence.__all__)
         assert all(hasattr(claims, name) for name in claims.__all__)
         assert all(hasattr(tools, name) for name in tools.__all__)
+        assert all(hasattr(arguments, name) for name in arguments.__all__)
         for name, fn in {
             "starved-consumer": tools.starved_consumer,
             "tool-result": tools.tool_result,
             "sql-result": tools.sql_result,
-            "tool-arguments": tools.tool_arguments,
+            "tool-arguments": arguments.tool_arguments,
         }.items():
             assert BUILTIN_DIAGNOSERS[name] is fn
 

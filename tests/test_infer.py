@@ -16,7 +16,6 @@ from trajdebug.analysis.inference._fingerprint import (
     fingerprint_output,
     normalize,
     number_weight,
-    probe_input,
     token_id,
     tokenize,
     value_key,
@@ -24,6 +23,7 @@ from trajdebug.analysis.inference._fingerprint import (
     winnow,
 )
 from trajdebug.analysis.inference._infer import ContentIndex, infer_dependencies, previous_turns
+from trajdebug.analysis.inference._probe import probe_input
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Dependency, Run, Step, replace
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, ErrorReport, analyze_errors
+from trajdebug.core.lifecycle.analyze import ErrorReport, analyze_errors
+from trajdebug.core.lifecycle.forest import ANALYSIS_PREFIX
 from trajdebug.core.lifecycle.severity import RULE_BY_NAME
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, StepKind
 from trajdebug.testing import capture_runs, deterministic

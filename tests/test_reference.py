@@ -22,6 +22,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage, holds_empty
 from trajdebug.analysis.reference import (
     _answers,
+    _first_picks,
     learn,
     producers_of,
     references,
@@ -30,7 +31,7 @@ from trajdebug.analysis.reference import (
     unkeyed,
     violations,
 )
-from trajdebug.analysis.reference._answers import first_picks
+from trajdebug.analysis.reference._first_picks import first_picks
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -1585,7 +1586,7 @@ def test_the_first_pick_check_reads_each_model_call_of_a_long_run_once() -> None
     """Asked of every call of a long run of text-only turns, whether a call is its agent's first tool call reads
     each earlier call once for the whole run, not once per call asked: the check stays linear in the run."""
     reads = [0]
-    real = _answers.normalize_llm_step
+    real = _first_picks.normalize_llm_step
 
     def counted(*args: Any, **kw: Any) -> Any:
         reads[0] += 1
@@ -1603,7 +1604,7 @@ def test_the_first_pick_check_reads_each_model_call_of_a_long_run_once() -> None
         return steps
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_answers, "normalize_llm_step", counted)
+        mp.setattr(_first_picks, "normalize_llm_step", counted)
         for n in (40, 160):
             steps = turns(n)
             reads[0] = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
-from trajdebug.analysis.diagnosers._requests import name_words
+from trajdebug.analysis.diagnosers._request_parts import name_words
 from trajdebug.core.model import Run, Step
 
 

@@ -62,16 +62,16 @@ def test_calls_answering_every_plot_with_one_default_record_are_no_finding() -> 
 
 def test_each_calls_own_answer_is_read_once_per_run(monkeypatch: Any) -> None:
     """On a long loop of calls of one tool, each call's answer is read once, not once per later call."""
-    from trajdebug.analysis.diagnosers import _tools
+    from trajdebug.analysis.diagnosers import _tool_arguments
 
     reads: list[str] = []
-    real = _tools._read_own_answer
+    real = _tool_arguments._read_own_answer
 
     def counted(step: Step, lexicon: Any) -> Any:
         reads.append(step.step_id)
         return real(step, lexicon)
 
-    monkeypatch.setattr(_tools, "_read_own_answer", counted)
+    monkeypatch.setattr(_tool_arguments, "_read_own_answer", counted)
     plots = [f"P-{i}" for i in range(30)]
     _findings(*((p, {"plot": p, "ph": 6.4, "nitrogen_ppm": 31, "moisture_pct": 22.5}) for p in plots))
     assert len(reads) == len(set(reads)) == len(plots)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trajdebug.analysis._value_sources import _own_word
+from trajdebug.analysis._drops import _own_word
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.core.model import ErrorInfo, Run, Step

@@ -9,15 +9,9 @@ over one `AnalysisState` (insert one with `insert_stage`).
 from __future__ import annotations
 
 from trajdebug.analysis._content import text_of
-from trajdebug.analysis._detect import (
-    Detector,
-    Failure,
-    FailureGroup,
-    cut_short_steps,
-    detect,
-    group_failures,
-)
+from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
+from trajdebug.analysis._failures import FailureGroup, cut_short_steps, group_failures
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._guided_result import (
     PROVED,

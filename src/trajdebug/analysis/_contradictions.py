@@ -332,7 +332,7 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
     fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     # A small integer the failure states ("a 1 ml syringe", "2 retries") is held by some step of
     # nearly any run by coincidence, and a derivation for it is found among almost any inputs: it
-    # is no run's number to repair (small integers say little, as `content.norm_number` has it).
+    # is no run's number to repair (small integers say little, as `numerals.norm_number` has it).
     ours = [
         a
         for a in named
@@ -368,7 +368,7 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
 
 
 def _small_integer(x: float) -> bool:
-    """Whether a number is a small integer (-10..10), the counts and sizes `content.norm_number` skips too."""
+    """Whether a number is a small integer (-10..10), the counts and sizes `numerals.norm_number` skips too."""
     return x.is_integer() and -10 <= x <= 10
 
 

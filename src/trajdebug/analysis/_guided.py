@@ -64,17 +64,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from trajdebug.analysis._guided_result import (
-    Guided,
-    Oracle,
-    _bits,
-    failure_path,
-    failure_step,
-    post_dominated,
-    priors,
-    ranked_candidates,
-    trust,
-)
+from trajdebug.analysis._guided_paths import _bits, failure_path, post_dominated
+from trajdebug.analysis._guided_result import Guided, Oracle, failure_step, priors, ranked_candidates, trust
 from trajdebug.analysis._guided_state import STRATEGIES, GuidedState
 from trajdebug.analysis._oracles import Caller, ask
 from trajdebug.core.model import ASKED_GROUP, Answer

@@ -33,7 +33,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from trajdebug.analysis._guided_result import _FLOOR, _bits, _popcount, failure_step, priors
+from trajdebug.analysis._guided_paths import _bits, _popcount
+from trajdebug.analysis._guided_result import _FLOOR, failure_step, priors
 from trajdebug.analysis._oracles import Carrier
 from trajdebug.analysis._verdicts import Verdicts, two_valued, until
 from trajdebug.core.graph import DependencyGraph

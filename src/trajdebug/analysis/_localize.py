@@ -47,6 +47,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._guided_result import NO_EVIDENCE, NOT_A_ROOT
 from trajdebug.analysis._ranking import Ranking
+from trajdebug.analysis._ranking_features import step_features
 from trajdebug.analysis._sources import NAMING_FIELDS
 from trajdebug.analysis._weights import (
     DEFAULT_WEIGHTS,
@@ -87,7 +88,7 @@ class Candidate:
     signals: tuple[str, ...] = ()
     """The kinds of evidence behind it (``lineage:origin``, ``reference:ratio``, a diagnoser's name...)."""
     features: Mapping[str, float] = field(default_factory=FrozenMap)
-    """Every value the ranking used about the step, by name (read-only; `trajdebug.analysis._ranking.Ranking.features`)."""
+    """Every value the ranking used about the step, by name (read-only; `trajdebug.analysis._ranking_features.step_features`)."""
     confidence: float | None = None
     """The learned ranker's calibrated probability that this is the root (None: the hand ranking alone)."""
     share: float | None = None
@@ -386,7 +387,7 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
         v.correction,
         None,
         signals,
-        r.features(sid),
+        step_features(r, sid),
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._selection import passed_over, selections
 from trajdebug.analysis._sources import Found, Slice, _field_words, _terms, _thin, _trivial_number
@@ -113,13 +114,13 @@ def limit_ignored(
     it.  Only the step that brought the record in (given it, a step only handed it on), and only when its
     answer does not hold the bound itself.
 
-    A small integer (a count, a page, an index: what `content.norm_number` skips) is given to some step of
+    A small integer (a count, a page, an index: what `numerals.norm_number` skips) is given to some step of
     nearly any run by coincidence: such a bound counts only under a field the failure's words name (``seats``
     of 3 for "below the 3 seats required"; not ``page=5`` for "the 5 item limit")."""
     subjects = [a for a in named if a.kind == "id"]
     if limit.kind != "number" or limit.number is None or not subjects:
         return []
-    words = _terms(message, sl.lexicon) if content.norm_number(repr(limit.number)) is None else None
+    words = _terms(message, sl.lexicon) if numerals.norm_number(repr(limit.number)) is None else None
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis._content import text_memo
-from trajdebug.analysis._detect import Detector, Failure, FailureGroup, group_failures
+from trajdebug.analysis._detect import Detector, Failure
+from trajdebug.analysis._failures import FailureGroup, group_failures
 from trajdebug.analysis._guided import Guided
 from trajdebug.analysis._guided_result import answer_standing, root_standing
 from trajdebug.analysis._localize import Candidate, Localization

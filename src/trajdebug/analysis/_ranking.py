@@ -19,29 +19,22 @@ of the failure's blame reaches it:
 A candidate is a structural root when its evidence makes it faulty and no
 step on its path to the failure has stronger evidence of its own (Zeller's
 stopping rule).  The hand weights are `DEFAULT_WEIGHTS`.  Each ranked step's
-features (`Ranking.features`) name every value used here, for a learned model.
+features (`trajdebug.analysis._ranking_features.step_features`) name every value used here, for a learned
+model.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections import deque
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._elsewhere import off_the_failure, other_entities
 from trajdebug.analysis._evidence import Evidence, Verdict, fold, strongest
 from trajdebug.analysis._left_out import shortened_lists
-from trajdebug.analysis._sources import (
-    ARGUMENT_SIGNALS,
-    Mark,
-    Slice,
-    local_evidence,
-    off_the_failure,
-    other_entities,
-    reference_evidence,
-)
+from trajdebug.analysis._sources import ARGUMENT_SIGNALS, Mark, Slice, local_evidence, reference_evidence
 from trajdebug.analysis._unfilled import unfilled_handles
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis._weights import (
@@ -123,7 +116,7 @@ class Ranking:
         self.wrote_for: dict[str, list[str]] = {}
         """``written_by`` inverted once (model call -> the wrappers that passed its answer on, in run order): a
         scan of ``written_by`` per verdict was quadratic on long runs of agent spans."""
-        self._fail_pos: list[int] = []
+        self.fail_positions: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
 
@@ -520,59 +513,6 @@ class Ranking:
             path.append(nxt)
             cur = nxt
         return tuple(path), tuple(inferred)
-
-
-    # -- features -------------------------------------------------------------------
-
-    def features(self, sid: str) -> FrozenMap:
-        """Every value the ranking used about a step, by name (what a learned model reads).
-
-        Its kind (``kind:<kind>`` = 1), position in the run (index / length),
-        depth on the slice (hops to the failure; -1 off the slice) and distance
-        to the failure (positions / length), fan-in and fan-out, whether its
-        agent differs from the step before it; each signal's strongest evidence
-        (``evidence:<signal>``, ``sound:<signal>``); and the combination's
-        terms: suspicion, blame, reach, prior, factor and its parts, score,
-        structural root.
-        """
-        step = self.g.steps[sid]
-        n = max(len(self.run.steps), 1)
-        pos = self.g.position(sid)
-        v = self.verdict(sid)
-        out: dict[str, float] = {f"kind:{step.kind}": 1.0, "position": pos / n}
-        out["on_slice"] = float(sid in self.dist)
-        out["depth"] = float(self.dist.get(sid, -1))
-        if not self._fail_pos:
-            self._fail_pos = sorted(self.g.position(f) for f in self.fail_ids)
-        i = bisect.bisect_left(self._fail_pos, pos)
-        out["distance"] = (self._fail_pos[i] - pos if i < len(self._fail_pos) else n) / n
-        kids = self.g.children(sid)
-        out["fan_in"] = float(len(self.g.parents(sid)))
-        out["fan_out"] = float(len(kids))
-        prev = self.run.steps[pos - 1] if 0 < pos <= len(self.run.steps) else None
-        out["agent_change"] = float(prev is not None and prev.agent != step.agent)
-        for e in v.evidence:
-            name = ("sound:" if e.sound else "evidence:") + e.diagnoser
-            out[name] = max(out.get(name, 0.0), e.suspicion)
-        blame = self.blame.get(sid, 0.0)
-        out["suspicion"] = v.suspicion
-        out["faulty"] = float(v.faulty)
-        out["blame"] = blame
-        out["reach"] = blame ** self.w["proximity"] if blame > 0 else self.w["detached"]
-        out["symptom"] = float(sid in self.symptoms)
-        out["prior"] = self.prior(sid)
-        out["thin"] = self.thin.get(sid, (0.0, ""))[0]
-        out["elsewhere"] = float(sid in self.elsewhere)
-        out["shared"] = float(sid in self.shared)
-        out["focus"] = float(bool(self.families) and _matches(step, self.families))
-        cons = [c for c, d in kids if d.kind in VALUE_DEP_KINDS] if self.good else []
-        out["verified_consumers"] = sum(c in self.good for c in cons) / len(cons) if cons and self.good else 0.0
-        out["factor"] = self.factor(sid)
-        out["score"] = self.scores.get(sid, 0.0)
-        out["root"] = float(sid in self.roots)
-        out["relay"] = float(sid in self.upstream)
-        return FrozenMap(out)
-
 
 
 def _shadowed(d: Dependency, parents: Sequence[Dependency]) -> bool:

@@ -62,13 +62,12 @@ from trajdebug.analysis.diagnosers._steps import (
     malformed_output,
     step_error,
 )
+from trajdebug.analysis.diagnosers._tool_arguments import ignored_argument, tool_arguments
 from trajdebug.analysis.diagnosers._tools import (
     environmental,
-    ignored_argument,
     sql_result,
     starved_consumer,
     swallowed_error,
-    tool_arguments,
     tool_result,
 )
 from trajdebug.core.model import Run, Step

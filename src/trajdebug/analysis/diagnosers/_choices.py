@@ -23,6 +23,7 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers._context import DiagnoseContext
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
@@ -246,7 +247,7 @@ def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: Container[s
         if kind != "n" or not s:
             continue
         for r in (v / s, v * s):
-            n = content.norm_number(repr(round(r, 6)))
+            n = numerals.norm_number(repr(round(r, 6)))
             if n is not None and n in forms:
                 return True
     return False

@@ -16,6 +16,7 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._sql import sql_of
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._conflicts import (
@@ -59,7 +60,7 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
     if stmt is not None:
         # The literals of generated SQL are the values it claims from the question.
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
-        return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
+        return lits + [float(n) for n in numerals.stated_numbers(_SQL_LITERAL.sub("", stmt))]
     text = out.get("content") if isinstance(out, Mapping) and isinstance(out.get("role"), str) and out.get("role") in _ASSISTANT_ROLES else None
     if isinstance(text, str) and not content.looks_like_json(text):
         # A chat message's text is the model's text, however the route recorded it (a bare string through the
@@ -71,7 +72,7 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
         parsed = content.parse_json(out) if content.looks_like_json(out) else None
         if parsed is not None:
             return _leaves(parsed, lexicon)
-        return [float(n) for n in content.stated_numbers(out)]
+        return [float(n) for n in numerals.stated_numbers(out)]
     return []
 
 
@@ -142,7 +143,7 @@ def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
 
 
 class _Forms:
-    """The haystack's number forms and the sums of its tables (`content.number_forms`, `content.aggregate_forms`),
+    """The haystack's number forms and the sums of its tables (`numerals.number_forms`, `numerals.aggregate_forms`),
     each read on the first lookup that needs it: most stated numbers are found among the text's own forms, and
     reading a long conversation's tables costs more than the rest of the check.  A lookup answers as the
     union of both sets would."""
@@ -156,12 +157,12 @@ class _Forms:
 
     def __contains__(self, n: object) -> bool:
         if self._own is None:
-            self._own = content.number_forms(self._hay)
+            self._own = numerals.number_forms(self._hay)
         if n in self._own:
             return True
         if self._agg is None:
             # Totals restated from a table (the sum of a row or a group) are derived, not made up.
-            self._agg = content.aggregate_forms([self._step.input, *upstream_outputs(self._step, self._ctx)])
+            self._agg = numerals.aggregate_forms([self._step.input, *upstream_outputs(self._step, self._ctx)])
         return n in self._agg
 
 
@@ -209,7 +210,7 @@ class _Chosen:
             return True
         if self._shown:
             if self._shown_forms is None:
-                self._shown_forms = content.number_forms(self._shown)
+                self._shown_forms = numerals.number_forms(self._shown)
             if present(v, self._shown, self._shown_forms):
                 return True
         return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
@@ -474,7 +475,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # the inputs rather than made up: it counts half when small, or when
             # the inputs hold numbers to compute it from.
             if arithmetic is None:
-                arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
+                arithmetic = len(numerals.stated_numbers(content.text_of(step.input))) >= 2
             if isinstance(v, (int, float)) and float(v).is_integer() and (abs(v) < 1000 or arithmetic):
                 computed += 1
     if raw and (left := _unconfirmed(step, ctx, missing, raw)) != missing:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._sql import looks_like_sql
 from trajdebug.analysis.diagnosers._context import DiagnoseContext
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
@@ -34,7 +35,7 @@ def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | 
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        n = content.norm_number(repr(value))
+        n = numerals.norm_number(repr(value))
         if n is None:
             return None
         return n in forms

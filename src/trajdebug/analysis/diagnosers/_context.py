@@ -260,8 +260,8 @@ class DiagnoseContext:
         return f
 
     def cut_short(self, step: Step) -> bool:
-        """Whether the run's failure interrupted this step (`trajdebug.analysis._detect.cut_short`)."""
-        from trajdebug.analysis._detect import cut_short
+        """Whether the run's failure interrupted this step (`trajdebug.analysis._failures.cut_short`)."""
+        from trajdebug.analysis._failures import cut_short
 
         return cut_short(step, self.graph.steps, self.failures)
 

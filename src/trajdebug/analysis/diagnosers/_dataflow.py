@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._parsed_lines import (
@@ -62,7 +63,7 @@ def _values_of(
         if isinstance(v, str):
             if not 2 <= len(v.strip()) <= 200:
                 continue
-        elif not isinstance(v, (int, float)) or content.norm_number(repr(v)) is None:
+        elif not isinstance(v, (int, float)) or numerals.norm_number(repr(v)) is None:
             continue
         k = repr(v)
         if k not in seen:

@@ -52,13 +52,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._partial import _fields, off_options
 from trajdebug.analysis.diagnosers._reads import ERROR, OK, TOOLS, Reads, reading
-from trajdebug.analysis.diagnosers._requests import (
-    _ASKED,
-    _answer,
-    _answer_records,
-    _asked,
-    _within,
-)
+from trajdebug.analysis.diagnosers._request_parts import _ASKED, _answer, _answer_records, _asked, _within
 from trajdebug.core.model import Step
 
 

@@ -46,20 +46,30 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._partial import _field_lists
 from trajdebug.analysis.diagnosers._reads import OK, TOOLS, Reads, reading
+from trajdebug.analysis.diagnosers._request_parts import (
+    _ASKED,
+    _answer,
+    _answer_records,
+    _asked,
+    _given,
+    _later_calls,
+    _mapping,
+    _records,
+    _within,
+    name_words,
+)
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
-from trajdebug.core.values import is_mapping
 
 
-_ASKED = ("tool", "retrieval")
 COUNT = 0.45
 MORE = 0.4
 RECORD = 0.45
@@ -69,81 +79,6 @@ MISALIGNED = 0.5
 BROKEN_SUM = 0.45
 VARIANT = 0.4
 SERIES = 0.45
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-def name_words(name: str) -> frozenset[str]:
-    """The words of a field's name (``top_k`` -> {top, k}; ``pageSize`` -> {page, size})."""
-    return frozenset(w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", str(name)).lower()) if w)
-
-
-def _mapping(value: Any) -> Mapping[str, Any] | None:
-    """A value as a mapping (JSON text read), None when it is none."""
-    if isinstance(value, str):
-        t = value.strip()
-        if t[:1] != "{" or len(t) > 100_000:
-            return None
-        try:
-            value = json.loads(t)
-        except (ValueError, RecursionError):
-            return None
-    return value if is_mapping(value) else None
-
-
-def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
-    """The largest list of records (mappings) inside an answer, JSON text read."""
-    if isinstance(value, str):
-        value = _mapping(value) if value.strip()[:1] == "{" else _json_list(value)
-    rows = content.largest_list(value) if value is not None else None
-    if not rows or not all(is_mapping(r) for r in rows):
-        return None
-    return rows
-
-
-def _json_list(text: str) -> list[Any] | None:
-    t = text.strip()
-    if t[:1] != "[" or len(t) > 100_000:
-        return None
-    try:
-        v = json.loads(t)
-    except (ValueError, RecursionError):
-        return None
-    return v if isinstance(v, list) else None
-
-
-def _given(step: Step, ctx: DiagnoseContext) -> Mapping[str, Any] | None:
-    """`_mapping` of the step's input, read once for all the request diagnosers."""
-    found: Mapping[str, Any] | None = ctx.step_fact(step, "request-args", lambda: _mapping(step.input))
-    return found
-
-
-def _answer(step: Step, ctx: DiagnoseContext) -> Mapping[str, Any] | None:
-    """`_mapping` of the step's output, read once for all the request diagnosers."""
-    found: Mapping[str, Any] | None = ctx.step_fact(step, "request-answer", lambda: _mapping(step.output))
-    return found
-
-
-def _answer_records(step: Step, ctx: DiagnoseContext) -> list[Mapping[str, Any]] | None:
-    """`_records` of the step's output, read once for all the request diagnosers."""
-    found: list[Mapping[str, Any]] | None = ctx.step_fact(step, "request-records", lambda: _records(step.output))
-    return found
-
-
-def _asked(step: Step, ctx: DiagnoseContext) -> str:
-    """`_asked_text` of the step's input, read once for all the request diagnosers."""
-    found: str = ctx.step_fact(step, "request-asked", lambda: _asked_text(step.input))
-    return found
-
-
-def _later_calls(step: Step, ctx: DiagnoseContext) -> Iterator[Step]:
-    """The steps recorded after this one."""
-    seen = False
-    for s in ctx.run.steps:
-        if seen:
-            yield s
-        elif s.step_id == step.step_id:
-            seen = True
 
 
 # -- how many ----------------------------------------------------------------------
@@ -242,25 +177,6 @@ def request_more(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 # -- the wrong record first ----------------------------------------------------------
-
-
-def _asked_text(value: Any) -> str:
-    """The text a request asks with: its string arguments (a bare string is the query)."""
-    if isinstance(value, str) and _mapping(value) is None:
-        return value.casefold()
-    args = _mapping(value)
-    if args is None:
-        return ""
-    return " ".join(v for _, v in content.leaves(args) if isinstance(v, str)).casefold()
-
-
-def _within(value: str, text: str) -> bool:
-    at = text.find(value.casefold())
-    return (
-        at >= 0
-        and not text[at - 1 : at].isalnum()
-        and not text[at + len(value) : at + len(value) + 1].isalnum()
-    )
 
 
 @reading(Reads(kinds=TOOLS, statuses=OK))
@@ -596,6 +512,6 @@ REQUEST_DIAGNOSERS = {
 """The request diagnosers by name (registered in `trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS`)."""
 
 __all__ = [
-    "REQUEST_DIAGNOSERS", "broken_sum", "misaligned", "name_words", "request_code", "request_count", "request_flag",
+    "REQUEST_DIAGNOSERS", "broken_sum", "misaligned", "request_code", "request_count", "request_flag",
     "request_more", "request_record", "request_series", "request_variant",
 ]

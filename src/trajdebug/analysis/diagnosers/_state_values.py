@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._reads import OK, Reads, reading
 from trajdebug.analysis.lineage import derivation
@@ -41,7 +42,7 @@ def _named_values(ctx: DiagnoseContext) -> list[tuple[str, str]]:
                     out[("text", v)] = None
             for m in _NAMED_NUMBER.finditer(f.message):
                 raw = m.group(0)
-                n = content.norm_number(raw)
+                n = numerals.norm_number(raw)
                 if n is not None and ("." in raw or _significant(float(n)) >= 3):
                     out[("number", n)] = None
         return list(out)
@@ -62,7 +63,7 @@ def _numbers(value: Any) -> list[float]:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out.append(float(v))
         elif isinstance(v, str):
-            out.extend(float(n) for n in content.stated_numbers(v))
+            out.extend(float(n) for n in numerals.stated_numbers(v))
     return out
 
 
@@ -228,14 +229,14 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
         hay += "\n" + ctx.text(step.step_id)
-    forms = content.plain_number_forms(hay)  # stored values are not restated as percentages
+    forms = numerals.plain_number_forms(hay)  # stored values are not restated as percentages
     kept = _state_before(step, ctx)
     checked, missing = 0, []
     for path, v, r in _state_leaves(dict(written), ctx):
         if isinstance(v, bool) or v is None or (path, r) in kept:
             continue
         if isinstance(v, (int, float)):
-            n = content.norm_number(r)
+            n = numerals.norm_number(r)
             if n is None or is_year(v, step.start_ns):
                 continue
             seen = n in forms

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext
 from trajdebug.analysis.diagnosers._state_values import _NAMED_NUMBER
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
@@ -40,9 +41,9 @@ def _lost(values: list[Any], text: str) -> list[Any]:
                 continue
             # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
             numeral = _NUMERAL.fullmatch(v.strip()) is not None
-            n = content.norm_number(v.strip()) if numeral else None
+            n = numerals.norm_number(v.strip()) if numeral else None
             if n is None:
-                # A small whole number written as text ('10.00', no telling number by `content.norm_number`) is
+                # A small whole number written as text ('10.00', no telling number by `numerals.norm_number`) is
                 # kept when the output holds it as a number (10.0): converting its type dropped nothing.
                 if numeral and small is None:
                     small = _numbers_in(text)
@@ -50,7 +51,7 @@ def _lost(values: list[Any], text: str) -> list[Any]:
                     lost.append(v)
                 continue
         else:
-            n = content.norm_number(repr(v))
+            n = numerals.norm_number(repr(v))
         if forms is None:
             forms = _number_forms(text)
         if n not in forms:
@@ -69,10 +70,10 @@ same text.  One pair swapped whole, so two threads analysing at once never pair 
 
 
 def _number_forms(text: str) -> set[str]:
-    """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
+    """`numerals.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
     last = _FORMS_OF[0]
     if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        last = (text, content.number_forms(text))
+        last = (text, numerals.number_forms(text))
         _FORMS_OF[0] = last
     return last[1]
 
@@ -143,9 +144,9 @@ def _norm(v: Any) -> str | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return content.norm_number(repr(v))
+        return numerals.norm_number(repr(v))
     if isinstance(v, str) and _NUMERAL.fullmatch(v.strip()):
-        return content.norm_number(v.strip())
+        return numerals.norm_number(v.strip())
     return None
 
 
@@ -213,7 +214,7 @@ def _named(v: Any, said: list[str]) -> bool:
         return False
     n = _norm(v)
     if n is not None:
-        return any(content.norm_number(m.group(0)) == n for s in said for m in _NAMED_NUMBER.finditer(s))
+        return any(numerals.norm_number(m.group(0)) == n for s in said for m in _NAMED_NUMBER.finditer(s))
     low = t.casefold()
     if any(low == (m.group(1) or m.group(2) or "").strip().casefold() for s in said for m in _QUOTED.finditer(s)):
         return True

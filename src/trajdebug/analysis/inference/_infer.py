@@ -39,12 +39,10 @@ from trajdebug.analysis.inference._fingerprint import (
     SHINGLE,
     SHINGLE_WEIGHT,
     VALUE_TAG,
-    InputProbe,
     fingerprint_output,
-    format_path,
-    probe_input,
     value_key,
 )
+from trajdebug.analysis.inference._probe import InputProbe, format_path, probe_input
 from trajdebug.core.model import Dependency, Run, Step, replace
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.inference._edges import _with_deps
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -381,7 +382,7 @@ def _named(message: str, given: str = "") -> list[str]:
         if not re.search(rf"(?<![\w-]){re.escape(low)}(?![\w-])", given):
             out[low] = None
     for m in _NUMBER_TEXT.finditer(message):
-        n = content.norm_number(m.group(0))
+        n = numerals.norm_number(m.group(0))
         if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):
             out[n] = None
     for m in _IDENT.finditer(message):
@@ -397,7 +398,7 @@ class _Texts(dict[int, str]):
     def __init__(self) -> None:
         super().__init__()
         self.forms: dict[int, set[str]] = {}
-        """The restated numbers (`content.number_forms`) of each text, made once: a failure naming
+        """The restated numbers (`numerals.number_forms`) of each text, made once: a failure naming
         several numbers asks each text for each of them."""
 
     def of(self, key: int, value: Any) -> str:
@@ -411,11 +412,11 @@ class _Texts(dict[int, str]):
         text = self.of(key, value)
         if named in text:
             return True
-        if content.norm_number(named) is None:
+        if numerals.norm_number(named) is None:
             return False
         forms = self.forms.get(key)
         if forms is None:
-            forms = self.forms[key] = content.number_forms(text)
+            forms = self.forms[key] = numerals.number_forms(text)
         return named in forms
 
 

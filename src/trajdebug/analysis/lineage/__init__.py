@@ -22,6 +22,7 @@ from trajdebug.analysis.lineage._picks import (
     picked_edges,
     queue_keys,
 )
+from trajdebug.analysis.lineage._reads import PARTIAL_FORMATS, state_keys, update_index
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import (
     COUNT_KEY,
@@ -45,16 +46,13 @@ from trajdebug.analysis.lineage._trace import (
 )
 from trajdebug.analysis.lineage._views import (
     ENVELOPE_KEYS,
-    PARTIAL_FORMATS,
     StepView,
     build_view,
     holds_empty,
     holds_untraced,
     message_atoms,
     semantic,
-    state_keys,
     trivial,
-    update_index,
 )
 from trajdebug.analysis.lineage._whatif import Slip, slips
 

@@ -41,13 +41,13 @@ from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
+from trajdebug.analysis.lineage._reads import named_reads
 from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
     StepView,
     _has_word,
     failure_atoms,
     held_before,
-    named_reads,
     seen_index,
     step_views,
     trivial,

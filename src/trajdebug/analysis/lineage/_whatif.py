@@ -145,7 +145,7 @@ def _substitutions(lin: Lineage, root: _Node, parents: dict[int, _Node], target:
     (the source that offered the wrong number); only when exactly one such value fits the operand, and only
     a value of the same quantity: written under the operand's field or with its unit (another weight in kg)."""
     if float(target).is_integer() and abs(target) <= 10:
-        return []  # a small count: too many operands give it (small integers say little, `content.numbers_in`)
+        return []  # a small count: too many operands give it (small integers say little, `numerals.numbers_in`)
     out: list[Slip] = []
     for node in _nodes(root):
         up = parents.get(id(node))

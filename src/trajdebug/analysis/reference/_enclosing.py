@@ -26,8 +26,9 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
+from trajdebug.analysis.reference._call_keys import _UUID, answer_key, asked_of
 from trajdebug.analysis.reference._fields import _masked, _minted_only, _mints
-from trajdebug.analysis.reference._profile import _UUID, Profile, answer_key, asked_of, step_key
+from trajdebug.analysis.reference._profile import Profile, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
 from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step

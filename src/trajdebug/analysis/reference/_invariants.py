@@ -44,8 +44,9 @@ from trajdebug.analysis.lineage import (
     queue_keys,
     semantic,
 )
-from trajdebug.analysis.reference._answers import answer_checks, picked_first
+from trajdebug.analysis.reference._answers import answer_checks
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
+from trajdebug.analysis.reference._first_picks import picked_first
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
     MIN_SUPPORT,
@@ -100,7 +101,7 @@ def violations(
         min_runs: Distinct runs (or, for a profile of the failing run itself,
             other occurrences) an invariant needs.
         steps: The failing run's steps by id: the writers of the state the step read
-            (`_profile.asked_of`).
+            (`_call_keys.asked_of`).
         passing: The passing runs' profile, when ``profile`` is the step's other calls in the failing
             run: a sign or magnitude odd among them but one the passing runs had is no violation.
         within: The failing run's steps by id, to key the step in ``passing`` (`step_key`): ``profile``, the

@@ -17,6 +17,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
+from trajdebug.analysis.reference._call_keys import _canon, answer_key, asked_of, keyed_parts
 from trajdebug.core.chat import tool_names
 from trajdebug.core.mentions import date_year, same_year, separator_marks
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
@@ -479,21 +480,6 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
         st.sizes.append(ob.size)
 
 
-def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
-    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical, with
-    the key each top-level value sits under (None for the whole answer)."""
-    out: list[tuple[str | None, str]] = []
-    whole = _canon(value)
-    if len(whole) >= 40:
-        out.append((None, whole))
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            c = _canon(v)
-            if len(c) >= 40:
-                out.append((str(k), c))
-    return out[:20]
-
-
 def _is_empty(value: Any) -> bool:
     if value is None or isinstance(value, str):
         return value is None or value.strip() in ("", "[]", "{}", "null")
@@ -505,48 +491,6 @@ def returns_empty(profile: Profile, step: Step, steps: Mapping[str, Step] | None
     ``steps``: its run's steps by id (`step_key`)."""
     st = profile.steps.get(step_key(step, steps))
     return st is not None and st.empty > 0
-
-
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
-"""A UUID: an identity minted per run (a message id, a trace id), never what a step was asked or answered."""
-
-
-def answer_key(value: Any) -> str:
-    """A request or an answer as `_canon` text with its UUIDs masked, for asking whether two runs' calls were alike.
-
-    Frameworks mint fresh ids on every run (a message's id, a tool call's run id, inside the repr of an
-    object a router returns): two answers that differ only there are the same answer.
-    """
-    return _UUID.sub("<uuid>", _canon(value))
-
-
-def asked_of(step: Step, steps: Mapping[str, Step] | None = None) -> Any:
-    """What a step was asked: its input (a model call's without the envelope), with the shared state it read.
-
-    A step reading a key of ``run.state`` answers from its arguments and from that value: two calls given
-    the same arguments over different state were not asked the same thing (a planner reading a table that
-    an earlier step filled).  The value read is what the key's writer wrote (its ``state_values``).
-    """
-    asked = semantic(step, step.input)
-    if not steps:
-        return asked
-    read: dict[str, Any] = {}
-    for d in step.deps:
-        writer = steps.get(d.step_id) if d.kind == "state" and d.key else None
-        written = writer.attributes.get("state_values") if writer is not None else None
-        if isinstance(written, Mapping) and d.key in written:
-            read[str(d.key)] = written[d.key]
-    return {"input": asked, "state": read} if read else asked
-
-
-def _canon(value: Any) -> str:
-    """A value as canonical JSON (sorted keys), for comparing requests and answers across runs."""
-    import json
-
-    try:
-        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)[:20_000]
-    except (TypeError, ValueError):
-        return repr(value)[:20_000]
 
 
 def _size_ratio(s: Step) -> float | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.reference._profile import asked_of
+from trajdebug.analysis.reference._call_keys import asked_of
 from trajdebug.core.model import Step
 
 

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
-    from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, MAX_BLAST, analyze_errors
+    from trajdebug.core.lifecycle.analyze import MAX_BLAST, analyze_errors
+    from trajdebug.core.lifecycle.forest import ANALYSIS_PREFIX
     from trajdebug.core.lifecycle.machine import TERMINAL, Folded, advance, fold, is_open
     from trajdebug.core.lifecycle.report import ErrorChain, ErrorLifecycle, ErrorReport
     from trajdebug.core.lifecycle.severity import LINK_KINDS, RULE_BY_NAME, RULES, ErrorFacts, Rule, RuleHit
 
 _WHERE = {
-    **dict.fromkeys(("ANALYSIS_PREFIX", "MAX_BLAST", "analyze_errors"), "analyze"),
+    **dict.fromkeys(("MAX_BLAST", "analyze_errors"), "analyze"),
+    "ANALYSIS_PREFIX": "forest",
     **dict.fromkeys(("TERMINAL", "Folded", "advance", "fold", "is_open"), "machine"),
     **dict.fromkeys(("ErrorChain", "ErrorLifecycle", "ErrorReport"), "report"),
     **dict.fromkeys(("LINK_KINDS", "RULE_BY_NAME", "RULES", "ErrorFacts", "Rule", "RuleHit"), "severity"),

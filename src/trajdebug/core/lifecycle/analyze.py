@@ -31,7 +31,9 @@ dependency graph show:
 4. **Influence**: the blast radius (forward slice of its effect steps) and
    whether it reached a step that wrote shared state.
 5. **Chains and severity** (`trajdebug.core.lifecycle.severity`): root-to-leaf
-   paths of the forest, scored by stated rules; critical chains first.
+   paths of the forest, scored by stated rules; critical chains first.  The
+   per-error working state and its read-out into chains and lifecycles are in
+   `trajdebug.core.lifecycle.forest`.
 
 Forward and backward reach for all errors at once is computed with one pass
 over a topological order carrying a bitset of error indexes per step
@@ -42,11 +44,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from itertools import chain
 
 from trajdebug.core.graph import CHILD_KEY, DependencyGraph, final_step
-from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
+from trajdebug.core.lifecycle.forest import _chains, _Err, _facts, _lifecycle
+from trajdebug.core.lifecycle.machine import TERMINAL, fold
 from trajdebug.core.lifecycle.report import (
     CAUGHT,
     ErrorChain,
@@ -56,12 +57,9 @@ from trajdebug.core.lifecycle.report import (
     handed_to,
     said_caught,
 )
-from trajdebug.core.lifecycle.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
-from trajdebug.core.model import ErrorEvent, Run, Stage, StageChange, Step
+from trajdebug.core.lifecycle.severity import LinkKind
+from trajdebug.core.model import Run, Step
 
-
-ANALYSIS_PREFIX = "analysis: "
-"""Prefix of the reason of every stage the analysis (not the recorder) added."""
 
 _DATA_KINDS = frozenset({"data", "state"})
 
@@ -69,51 +67,7 @@ MAX_BLAST = 500
 """At most this many steps are listed in an error's blast radius (nearest first; see ``blast_truncated``)."""
 
 
-# -- working state -----------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False)
-class _Err:
-    """Mutable per-error state while the analysis runs."""
-
-    ev: ErrorEvent
-    time: int
-    path: list[str]
-    runtime_stage: Stage
-    ended: list[str]
-    index: int = 0
-    parent: _Err | None = None
-    link: LinkKind | None = None
-    children: list[_Err] = field(default_factory=list)
-    stage: Stage = "occurred"
-    added: list[StageChange] = field(default_factory=list)
-    answered: list[str] = field(default_factory=list)
-    """Later attempts among ``ended`` that answered the operation themselves: their value is not the error's."""
-    mute: list[str] = field(default_factory=list)
-    """When a later attempt answered it, the steps of ``path`` whose implicit edge into their enclosing step
-    does not carry it (`_mute`); and ``handed``, the later steps its message was handed to (`_answered`)."""
-    handed: list[str] = field(default_factory=list)
-    silent: bool = False
-    blast: list[str] = field(default_factory=list)
-    state_keys: list[str] = field(default_factory=list)
-    touched: bool = False
-    truncated: bool = False
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def open(self) -> bool:
-        return self.stage not in TERMINAL
-
-    @property
-    def effect(self) -> list[str]:
-        """Where its effect begins: the steps it left, a fallback's value and the steps told its message, not a
-        later attempt's own answer."""
-        return [*self.path, *(sid for sid in self.ended if sid not in self.answered), *self.handed]
-
-    def end(self, stage: Stage, step_id: str | None, time_ns: int, reason: str) -> None:
-        self.stage = advance(self.stage, stage)
-        self.added.append(StageChange(stage, step_id, time_ns, ANALYSIS_PREFIX + reason))
-        self.notes.append(reason)
+# -- the errors and their attempts -----------------------------------------------
 
 
 def _prepare(run: Run, steps: dict[str, Step]) -> list[_Err]:
@@ -429,48 +383,7 @@ def _influence(run: Run, work: Sequence[_Err], graph: DependencyGraph, steps: di
                 )
 
 
-# -- 5. chains --------------------------------------------------------------------------
-
-
-def _facts(w: _Err) -> ErrorFacts:
-    propagated = any(c.stage == "propagated" for c in w.ev.stages)
-    return ErrorFacts(w.ev.error_id, w.ev.step_id, w.stage, propagated, w.touched, w.silent)
-
-
-def _paths(work: Sequence[_Err]) -> list[list[_Err]]:
-    out: list[list[_Err]] = []
-    for root in work:
-        if root.parent is not None:
-            continue
-        stack: list[list[_Err]] = [[root]]
-        while stack:
-            p = stack.pop()
-            kids = p[-1].children
-            if not kids:
-                out.append(p)
-            else:
-                stack.extend([*p, k] for k in reversed(kids))
-    return out
-
-
-def _summary(cid: str, p: Sequence[_Err], hits: Sequence[RuleHit], steps: dict[str, Step]) -> str:
-    parts: list[str] = []
-    for w in p:
-        s = steps.get(w.ev.step_id)
-        where = f"{s.name}#{s.step_id[-6:]}" if s is not None else f"#{w.ev.step_id[-6:]}"
-        link = f"({w.link}) " if w.link is not None and parts else ""
-        parts.append(f"{link}{w.ev.type} at {where}")
-    head = f"{cid} {'Critical Failure' if p[-1].stage == 'failed' else 'chain'}: "
-    rules = f" [{', '.join(h.rule for h in hits)}]" if hits else ""
-    return head + " → ".join(parts) + f" → {p[-1].stage}" + rules
-
-
-def _retry_reason(w: _Err, steps: dict[str, Step], retried_by: dict[str, list[Step]]) -> str | None:
-    """Why the operation that failed with ``w`` was retried (the attempt after it), or why its own attempt was."""
-    after = (t.attributes.get("retry_reason") for sid in w.path for t in retried_by.get(sid, ()))
-    own = (steps[sid].attributes.get("retry_reason") for sid in w.path)
-    r = next((r for r in chain(after, own) if r), None)
-    return str(r) if r else None
+# -- all passes, and 5. chains (read out in `forest`) -------------------------------
 
 
 def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorReport:
@@ -509,92 +422,7 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
 
 
-def _chains(
-    work: Sequence[_Err], facts: dict[int, ErrorFacts], steps: dict[str, Step]
-) -> tuple[list[ErrorChain], dict[int, list[str]], dict[int, str]]:
-    """The scored error chains, critical ones first; the critical chains each error begins; the failed
-    error below each error of a critical chain."""
-    scored: list[tuple[list[_Err], list[RuleHit]]] = []
-    for p in _paths(work):
-        links: list[LinkKind] = [k.link for k in p[1:] if k.link is not None]
-        scored.append((p, score_chain([facts[w.index] for w in p], links)))
-    scored.sort(
-        key=lambda c: (
-            c[0][-1].stage != "failed",
-            -sum(h.weight for h in c[1]),
-            c[0][0].index,
-            c[0][-1].index,
-        )
-    )
-    chains: list[ErrorChain] = []
-    origin_of: dict[int, list[str]] = {}
-    failed_below: dict[int, str] = {}
-    for n, (p, hits) in enumerate(scored, 1):
-        cid = f"c{n}"
-        critical = p[-1].stage == "failed"
-        if critical:
-            origin_of.setdefault(p[0].index, []).append(cid)
-            for w in p[:-1]:
-                failed_below.setdefault(w.index, p[-1].ev.error_id)
-        chains.append(
-            ErrorChain(
-                chain_id=cid,
-                error_ids=tuple(w.ev.error_id for w in p),
-                links=tuple(w.link for w in p[1:] if w.link is not None),
-                critical=critical,
-                score=sum(h.weight for h in hits),
-                reasons=tuple(hits),
-                origin_step=p[0].ev.step_id,
-                final_step=p[-1].ev.step_id,
-                step_ids=tuple(dict.fromkeys(w.ev.step_id for w in p)),
-                summary=_summary(cid, p, hits, steps),
-            )
-        )
-    return chains, origin_of, failed_below
-
-
-def _lifecycle(
-    w: _Err,
-    facts: ErrorFacts,
-    steps: dict[str, Step],
-    retried_by: dict[str, list[Step]],
-    origin_of: dict[int, list[str]],
-    failed_below: dict[int, str],
-) -> ErrorLifecycle:
-    """One error's lifecycle as reported: its stages, severity, blast radius and reasons."""
-    severity, why = grade(
-        facts,
-        critical_chains=origin_of.get(w.index, ()),
-        failed_downstream=failed_below.get(w.index),
-    )
-    step = steps.get(w.ev.step_id)
-    return ErrorLifecycle(
-        error_id=w.ev.error_id,
-        step_id=w.ev.step_id,
-        step_name=step.name if step is not None else "",
-        type=w.ev.type,
-        message=w.ev.message,
-        parent_error_id=w.parent.ev.error_id if w.parent is not None else None,
-        link=w.link,
-        stage=w.stage,
-        stages=(*w.ev.stages, *w.added),
-        severity=severity,
-        silently_propagated=w.silent,
-        blast_radius=tuple(w.blast),
-        blast_truncated=w.truncated,
-        touched_state=w.touched,
-        state_keys=tuple(w.state_keys),
-        reasons=tuple(why + w.notes),
-        path=tuple(w.path),
-        attempt=w.ev.attempt,
-        agent=step.agent if step is not None else None,
-        retry_reason=_retry_reason(w, steps, retried_by),
-        time_ns=w.time,
-        reported=bool(w.ev.attributes.get("reported")),
-    )
-
-
 __all__ = [
-    "ANALYSIS_PREFIX", "CAUGHT", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle",
+    "CAUGHT", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle",
     "ErrorReport", "analyze_errors", "caught_unrecorded",
 ]

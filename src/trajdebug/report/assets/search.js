@@ -227,7 +227,7 @@ function guidedEngine(A) {
     }
     return best;
   }
-  // _guided_result.post_dominated: the mass each candidate clears when answered correct, its subtree in the
+  // _guided_paths.post_dominated: the mass each candidate clears when answered correct, its subtree in the
   // post-dominator tree toward the focus (Cooper, Harvey & Kennedy; one pass, the slice is a DAG).
   function dominated(cand, focus) {
     const sub = new Map();

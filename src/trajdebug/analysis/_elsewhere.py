@@ -1,0 +1,153 @@
+"""Elsewhere: steps and findings about another part of the run than the one where the failure began.
+
+An agent that walks a list (accounts of a team, orders of a customer) and fails on one item did, at a step
+asked about another listed item, its part for that item: the step is marked ``elsewhere`` (`other_entities`,
+an evidence source of the ranking, with the items the failure's message names: `_named_subjects`).  And a
+model's made-up values that none of the failure's steps was given, nor its message names, are an error of the
+model's, but not where this failure began: the finding keeps a share of its weight (`off_the_failure`).  The
+other sources, and the slice they all read, are in `trajdebug.analysis._sources`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sources import NAMING_FIELDS, Found, Mark, Slice
+from trajdebug.analysis.lineage import (
+    Lineage,
+    trivial,
+)
+from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.values import atoms
+
+
+def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
+    """Steps about another item of a list the run went through than the one the failure is about.
+
+    An agent that walks a list (accounts of a team, orders of a customer) and fails on
+    one item: a step asked about another listed item (``account_id`` acct-2 where the
+    failing step was given acct-1, both listed by one earlier step), whose own output
+    never reached the failing step, did its part for another item.  An empty answer
+    there is no starvation of the failure.  When the failure's message names its item
+    (`_named_subjects`), a step about another one is elsewhere even when its output
+    reached the failing step (one record of the batch it checked).
+    """
+    out: list[Found] = []
+    subject: dict[str, str] = {}
+    said: set[str] = set()  # the fields whose item the failure's message names
+    for f in sl.failures:
+        if sl.g.steps[f.step_id].kind in CONTAINER_KINDS:
+            continue
+        byfield: dict[str, set[str]] = {}
+        for a in sl.lin.view(f.step_id).inputs:
+            if a.field and a.kind in ("id", "text") and a.field.lower() not in NAMING_FIELDS and len(a.raw) <= 60:
+                byfield.setdefault(a.field, set()).add(a.key)
+        mine = {fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1}
+        named = _named_subjects(sl, f.message or "", mine, sl.g.steps[f.step_id].input)
+        said |= {fld for fld, key in named.items() if key != mine[fld]}
+        subject.update(named)
+    if not subject:
+        return out
+    failing = [sl.lin.view(f.step_id) for f in sl.failures]
+    # Per field, once: the values written beside the failing one by the (first 64) steps
+    # whose output holds it; a step's other item must be one of them.
+    beside = {
+        fld: {
+            k for p in sl.lin.holders(want)[:64] for k in sl.lin.view(sl.lin.steps[p].step_id).out_keys
+        }
+        for fld, want in subject.items()
+    }
+    for sid in ids:
+        if sid in sl.fail_ids:
+            continue
+        view = sl.lin.view(sid)
+        for fld, want in subject.items():
+            mine = {a.key: a.raw for a in (*view.inputs, *view.outputs) if a.field == fld}
+            if not mine or want in mine:
+                continue
+            if not any(k in beside[fld] for k in mine):
+                continue  # not an item listed beside the failing one (a typo, an invented id)
+            if fld not in said and any(v.given(a) for a in sl.lin.introduced(sid) for v in failing):
+                # Its own output reached the failure: unless the failure names its item, and
+                # another (a check that goes through every record says which one it fails on).
+                continue
+            reason = f"about {fld}={next(iter(mine.values()))}, another listed item than the failure's"
+            out.append(Mark(sid, "elsewhere", 1.0, reason))
+            break
+    return out
+
+
+def _named_subjects(sl: Slice, message: str, mine: dict[str, str], given: object) -> dict[str, str]:
+    """The failing step's item per field, the failure's own word first: a check given the one record it
+    passed (``hive=HV-N3``) that fails on another it names ("hive HV-N2 ...") is about the one it names,
+    when some step wrote that one under the same field.
+
+    Not when the message speaks of the given record too, by its id or by a value written beside it
+    ("settled amount 75.0 is the balance of ACC-202"): the other id is then what it is compared with.
+    """
+    stated = [a for a in atoms(message) if not trivial(a)]
+    said = [a.key for a in stated if a.kind == "id"]
+    out = dict(mine)
+    for fld, key in mine.items():
+        if key in said:
+            continue  # it names the item it was given too ("MTR-5521 ... has MTR-5524"): that one is its subject
+        if any(a.kind != "id" and a.key in _beside(given, fld, key) for a in stated):
+            continue  # it states a value of the given record: it failed on that record
+        other = {
+            k
+            for k in said
+            if k != key
+            and any(b.key == k and b.field == fld for p in sl.lin.holders(k)[:64] for b in sl.lin.view(sl.lin.steps[p].step_id).outputs)
+        }
+        if len(other) == 1:
+            out[fld] = other.pop()
+    return out
+
+
+def _beside(value: object, fld: str, key: str, depth: int = 0) -> set[str]:
+    """The keys of the values written in the records of ``value`` (a step's input) whose ``fld`` is ``key``
+    (the other fields of the one record the check was given), at most 6 mappings deep as `content.leaves`."""
+    out: set[str] = set()
+    if depth > 6:
+        return out
+    if isinstance(value, Mapping):
+        mine = atoms({k: v for k, v in value.items() if not isinstance(v, (Mapping, list, tuple))})
+        if any(a.field == fld and a.key == key for a in mine):
+            out |= {a.key for a in mine if a.field != fld and not trivial(a)}
+        inner: Iterable[object] = value.values()
+    elif isinstance(value, (list, tuple)):
+        inner = value
+    else:
+        return out
+    for v in inner:
+        out |= _beside(v, fld, key, depth + 1)
+    return out
+
+
+def off_the_failure(
+    e: Evidence, lin: Lineage, failures: Sequence[Failure], thin: Iterable[str], share: float
+) -> Evidence:
+    """A model's finding of made-up values (``llm-output``) at ``share`` of its weight when none of them
+    reached the failure: the model erred, but not where this failure began (a tool call's own
+    ``window='15m'`` when a dock count failed).
+
+    A value reached it when the failure's message names it, when a failing step was given it,
+    or when a step on the failure's thin slice was (a unit converter given a made-up weight,
+    whose result the failure names).
+    """
+    if e.diagnoser != "llm-output" or e.sound or not e.values:
+        return e
+    named = {a.key for f in failures for a in atoms(f.message or "")}
+    views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    if any(a.key in named or any(v.given(a) for v in views) for raw in e.values for a in atoms(raw.strip("'\""))):
+        return e
+    return replace(e, suspicion=e.suspicion * share)
+
+
+__all__ = [
+    "other_entities",
+    "off_the_failure",
+]
