@@ -299,6 +299,14 @@ def test_a_number_written_as_text_and_read_as_a_number_was_converted_not_dropped
     assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 3 values of its input (e.g. '10%')"]
 
 
+def test_a_small_number_the_output_holds_under_another_field_is_still_dropped() -> None:
+    """A parser given {"qty": "10", "discount_pct": "10.00"} returning qty 10 and no discount dropped the
+    discount: the 10 it holds is the quantity's, under another field (rev54b, p5)."""
+    line = {"sku": "S-1", "qty": "10", "discount_pct": "10.00", "unit": "49.90"}
+    found = _parser_verdict(Step("p", "parse", "parse", input={"raw": line}, output={"sku": "S-1", "qty": 10, "unit": 49.9}))
+    assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 4 values of its input (e.g. '10.00')"]
+
+
 def test_a_small_number_the_output_does_not_hold_is_still_dropped() -> None:
     """The same parser returning no price: "10.00" is nowhere in its output (no 10 in any form), so it was dropped."""
     line = {"sku": "SKU-7", "qty": "2", "price": "10.00"}
@@ -324,10 +332,26 @@ def test_a_delimited_record_with_a_field_more_than_its_siblings_had_lost_it() ->
     ]
     steps = _line_parser(lines, out)
     run = Run("r", "test", steps=tuple(steps))
-    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+    failed = (Failure("x", "step-error", "invoice total 346.70 does not match: the chair's 10% discount was not applied", "x"),)
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failed)
     [e] = [e for e in ctx.verdict("p1").evidence if e.diagnoser == "parse-dropped" and e.suspicion > 0]
     assert "dropped 'disc=10%', a field of the record it read (6 fields)" in e.reason
     assert not [e for e in ctx.verdict("p0").evidence if e.diagnoser == "parse-dropped" and e.suspicion > 0]
+
+
+def test_an_extra_field_the_failure_never_names_was_no_loss() -> None:
+    """A parser of fixed columns that leaves a line's optional note (``gift-wrap``) unread, where the failure is
+    about stock ("cannot reserve SKU-202: stock 0"), dropped nothing the run needed (rev54b, p2b)."""
+    lines = ["SKU-101|Office chair|2|149.00", "SKU-202|Desk lamp|1|39.00", "SKU-303|Monitor arm|3|59.00|gift-wrap"]
+    out = [
+        {"sku": "SKU-101", "name": "Office chair", "qty": 2, "price": 149.0},
+        {"sku": "SKU-202", "name": "Desk lamp", "qty": 1, "price": 39.0},
+        {"sku": "SKU-303", "name": "Monitor arm", "qty": 3, "price": 59.0},
+    ]
+    run = Run("r", "test", steps=tuple(_line_parser(lines, out)))
+    failed = (Failure("x", "step-error", "cannot reserve SKU-202: stock 0", "x"),)
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failed)
+    assert not [e for e in ctx.verdict("p2").evidence if "a field of the record it read" in e.reason]
 
 
 def test_a_parser_that_reads_some_columns_of_every_record_drops_no_extra_field() -> None:

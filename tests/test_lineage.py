@@ -588,6 +588,10 @@ class TestAnomalies:
         assert "lineage:altered" not in self._signals(fetch)
         scaled = _s("q", "parse", "parse", 1, {"qty": 2}, {"qty": 20})
         assert self._signals(scaled) == ["lineage:altered"]
+        # A given 1 under the field it is answered in is scaled all the same: a weight of 1 kg read as 1000 g
+        # (rev54b, p6).
+        grams = _s("n", "normalize", "parse", 1, {"id": "PX-1", "weight_kg": 1}, {"id": "PX-1", "weight_kg": 1000})
+        assert self._signals(grams) == ["lineage:altered"]
 
     def test_a_wrapper_answering_a_value_none_of_its_calls_answered_is_checked_for_conflicts(self) -> None:
         """A retry wrapper given city='Porto' whose gateway call failed answered the cached Lisbon record: a value

@@ -187,6 +187,10 @@ class Lexicon:
     run was measured against, not the run's own ("computed 498.11 != **stated** 473.21", "got 15, **should**
     be 12", "refund 89.90 does not **match** 54.00", "**expected** 12")."""
 
+    sign_offs: frozenset[str]
+    """Closing words of a letter, written before a comma and the sender's name ("**Thanks**, Ana", "**Kind
+    regards**, Ana Silva"): a text that ends so was signed, not cut."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -464,6 +468,10 @@ ENGLISH = Lexicon(
          "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}
     ),
     measure_words=frozenset({"expected", "expecting", "expect", "stated", "should", "match", "matches", "matching"}),
+    sign_offs=frozenset(
+        {"thanks", "thank you", "many thanks", "regards", "best regards", "kind regards", "warm regards", "best",
+         "cheers", "sincerely", "yours sincerely", "yours truly", "best wishes", "yours"}
+    ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),

@@ -30,6 +30,7 @@ from trajdebug.analysis.diagnosers._reads import ERROR, OK, Reads, reading
 from trajdebug.analysis.diagnosers._write_losses import (
     _INDEX,
     _NUMERAL,
+    _converted_in_place,
     _kept_field_lost,
     _lost,
     _needed_later,
@@ -113,7 +114,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # on those: the other records were not its to pass on.
         src = _consulted_left_out(unpicked(src, selections(src, out)), step, ctx)
         values = _values_of(src, content_only=True)
-        lost = _lost(values, ctx.text(step.step_id))
+        lost = _converted_in_place(_lost(values, ctx.text(step.step_id)), src, out)
         # A text of several lines is what the step parses, not a value to pass on whole: it is
         # judged line by line on the words its records left behind (`text_dropped`).
         texts = [v for v in lost if isinstance(v, str) and _is_text(v)]
@@ -150,7 +151,9 @@ def _record_parts(value: Any) -> list[str] | None:
 def _kept_width(step: Step, ctx: DiagnoseContext) -> int | None:
     """The number of fields of the delimited record a call read, when it kept every one (None otherwise)."""
     theirs = _record_parts(_with_json_read(step.input))
-    return None if theirs is None or _lost(theirs, ctx.text(step.step_id)) else len(theirs)
+    if theirs is None or _converted_in_place(_lost(theirs, ctx.text(step.step_id)), theirs, step.output):
+        return None
+    return len(theirs)
 
 
 def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -160,7 +163,10 @@ def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Ev
     mine = _record_parts(src)
     if mine is None:
         return
-    lost = _lost(mine, ctx.text(step.step_id))
+    lost = _converted_in_place(_lost(mine, ctx.text(step.step_id)), mine, step.output)
+    # (As the other findings of a field left out: a loss only when the failure speaks of the field, by a word
+    # of its name (``disc`` of ``disc=10%``) or its value; a parser rightly leaving a note column unread is not.)
+    lost = [v for v in lost if failure_names(ctx, *_part_field(v))]
     if not lost:
         return
     # (Per step name, read once: each call's record width, None for a call given no such record or that
@@ -183,6 +189,16 @@ def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Ev
         f"calls read records of at most {max(w or 0 for w in widths)} fields and kept every one",
         "parse-dropped",
     )
+
+
+_PART_LABEL = re.compile(r"\s*([^\W\d][\w ]{0,30}?)\s*[=:]\s*(\S.*)")
+"""A delimited record's part written as a label and its value (``disc=10%``, ``note: gift``)."""
+
+
+def _part_field(part: str) -> tuple[str, str]:
+    """A delimited record's part as a field and its value (no field for a bare value)."""
+    m = _PART_LABEL.fullmatch(part)
+    return (m.group(1), m.group(2)) if m else ("", part)
 
 
 def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str], out: Any) -> Iterable[Evidence]:

@@ -33,22 +33,15 @@ _NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+
 def _lost(values: list[Any], text: str) -> list[Any]:
     """The values that do not show in a (lower-case) text, numbers in any restated form."""
     forms: set[str] | None = None  # read when a value is not found as written (most are)
-    small: set[float] | None = None  # (likewise, the numbers of the text)
     lost = []
     for v in values:
         if isinstance(v, str):
             if v.strip().lower() in text:
                 continue
             # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
-            numeral = _NUMERAL.fullmatch(v.strip()) is not None
-            n = numerals.norm_number(v.strip()) if numeral else None
+            n = numerals.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
             if n is None:
-                # A small whole number written as text ('10.00', no telling number by `numerals.norm_number`) is
-                # kept when the output holds it as a number (10.0): converting its type dropped nothing.
-                if numeral and small is None:
-                    small = _numbers_in(text)
-                if not (numeral and small is not None and float(v.strip().replace(",", "")) in small):
-                    lost.append(v)
+                lost.append(v)
                 continue
         else:
             n = numerals.norm_number(repr(v))
@@ -59,9 +52,46 @@ def _lost(values: list[Any], text: str) -> list[Any]:
     return lost
 
 
-def _numbers_in(text: str) -> set[float]:
-    """The numbers a text writes, by value (``10``, ``10.0`` and ``10.00`` are one)."""
-    return {float(raw.replace(",", "")) for raw in _NUMERAL.findall(text)}
+def _converted_in_place(lost: list[Any], given: Any, out: Any) -> list[Any]:
+    """The ``lost`` values less the small numbers written as text ('10.00', no telling number by
+    `numerals.norm_number`) that the output holds as that number in the same place: under the same field
+    name, or at the same position of a list (a delimited record's parts against the record's values in
+    order).  Converting its type dropped nothing; the same number elsewhere in the output (a quantity 10
+    beside a dropped discount '10.00') is another value."""
+    small = {v for v in lost if isinstance(v, str) and _NUMERAL.fullmatch(v.strip())}
+    if not small:
+        return lost
+    kept: set[str] = set()
+    if isinstance(given, list) and isinstance(out, (Mapping, list)):
+        theirs = list(out.values()) if isinstance(out, Mapping) else out
+        for i, v in enumerate(given):
+            if v in small and i < len(theirs) and _same_number(v, theirs[i]):
+                kept.add(v)
+    elif isinstance(given, Mapping) and isinstance(out, (Mapping, list)):
+        placed: dict[str, list[Any]] = {}
+        for p, w in content.leaves(out):
+            placed.setdefault(p, []).append(w)
+            placed.setdefault(_field(p), []).append(w)
+        for p, v in content.leaves(given):
+            if v in small and any(_same_number(v, w) for w in placed.get(p, placed.get(_field(p), []))):
+                kept.add(v)
+    return [v for v in lost if v not in kept] if kept else lost
+
+
+def _field(path: str) -> str:
+    """A leaf path's last field name (``lines[2].qty`` is ``qty``)."""
+    return _INDEX.sub("", path).rsplit(".", 1)[-1]
+
+
+def _same_number(raw: str, value: Any) -> bool:
+    """Whether ``value`` (a number, or a numeral as text) is the number ``raw`` writes."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        if not _NUMERAL.fullmatch(value.strip()):
+            return False
+        value = float(value.strip().replace(",", ""))
+    return isinstance(value, (int, float)) and float(raw.strip().replace(",", "")) == float(value)
 
 
 _FORMS_OF: list[tuple[str, set[str]] | None] = [None]
