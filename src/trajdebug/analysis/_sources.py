@@ -276,7 +276,6 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     carried: dict[str, dict[str, Step]] | None = None  # (one pass over the run: `carried_map`)
     rules = CallRules(sl.lin)  # (each call's numbers read once for all its step's calls)
     loops: dict[tuple[str, str], frozenset[Cursor]] = {}  # (per step: the lists its calls walk by a counter)
-    made_inside: dict[str, set[str]] | None = None  # (built on first need: `_made_inside`)
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
@@ -294,12 +293,8 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         walks = loops.get((step.name, step.kind))
         if walks is None:
             walks = loops[(step.name, step.kind)] = counted_loops(same) if len(same) > 1 else frozenset()
-        inner = sid in sl.has_children
-        if inner and made_inside is None:
-            made_inside = _made_inside(sl)
         found = anomalies(
-            step, sl.lin.view(sid), inner, signed, rewritten, units, carried.get(sid, {}), walks,
-            made_inside.get(sid, set()) if inner and made_inside is not None else None,
+            step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {}), walks
         )
         for e in found:
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
@@ -307,23 +302,6 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
                 # later did so without it (a planner given the list that picked other records).
                 continue
             out.append(e)
-    return out
-
-
-def _made_inside(sl: Slice) -> dict[str, set[str]]:
-    """Per step enclosing others: the keys of the values the steps inside it (at any depth) answered with."""
-    out: dict[str, set[str]] = {}
-    for s in sl.run.steps:
-        if s.step_id not in sl.g.steps or s.parent_id is None:
-            continue
-        keys = sl.lin.view(s.step_id).out_keys
-        seen: set[str] = set()
-        parent: str | None = s.parent_id
-        while parent is not None and parent not in seen:
-            seen.add(parent)
-            out.setdefault(parent, set()).update(keys)
-            up = sl.g.steps.get(parent)
-            parent = up.parent_id if up is not None else None
     return out
 
 

@@ -116,56 +116,35 @@ def anomalies(
     units: Collection[str] = (),
     carried: Collection[str] = (),
     loops: Collection[Cursor] = (),
-    made_inside: Collection[str] | None = None,
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
     power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
     ``units``: the units the run writes next to numbers (`relabelled` reads field names by them); ``carried``:
     top-level output keys whose entries an earlier call of the step returned (`carried_keys`), no answer to
-    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`); ``made_inside``:
-    the keys of the values the steps inside it answered, when ``has_children`` (None: not read, no signal)."""
-    if step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
+    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`)."""
+    if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
         return
-    if step.kind == "llm":
+    if step.kind != "llm":
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
-        if not has_children:
-            yield from wrong_record(step, view)
-            yield from wrong_pick(step, view, GENERIC_FIELDS, loops)
-            yield from mixed(step, GENERIC_FIELDS)
-        return
-    given = step.input
-    inputs = view.inputs
-    if rewritten and is_mapping(step.input):
-        given = {k: v for k, v in step.input.items() if k not in rewritten}
-        kept = {(a.field, a.key) for a in atoms(given)}
-        inputs = [a for a in view.inputs if (a.field, a.key) in kept]
-    if has_children:
-        # A step enclosing calls (a wrapper, a retry loop) answers with what they answered, theirs to answer for.
-        # A value none of them answered it wrote itself (a cached record it served when the call failed): one
-        # contradicting what it was given is its own conflict.
-        if made_inside is not None:
-            fresh = _fresh(step, carried)
-            own = frozenset(
-                (a.field, a.key)
-                for a in view.outputs
-                if a.key not in made_inside and (fresh is None or (a.field, a.key) in fresh)
-            )
-            if own:
-                yield from _conflicts(step, view, inputs, own, loops)
-        return
-    yield from _conflicts(step, view, inputs, _fresh(step, carried), loops)
-    yield from crossed(step)
-    yield from _altered(step, view, signed)
-    yield from relabelled(view, units)
-    yield from half_converted(view)
-    yield from misconverted(view, units)
-    yield from _dropped_columns(step, view)
-    yield from _admitted(step, given)
-    yield from _out_of_bounds(step)
+        given = step.input
+        inputs = view.inputs
+        if rewritten and is_mapping(step.input):
+            given = {k: v for k, v in step.input.items() if k not in rewritten}
+            kept = {(a.field, a.key) for a in atoms(given)}
+            inputs = [a for a in view.inputs if (a.field, a.key) in kept]
+        yield from _conflicts(step, view, inputs, _fresh(step, carried), loops)
+        yield from crossed(step)
+        yield from _altered(step, view, signed)
+        yield from relabelled(view, units)
+        yield from half_converted(view)
+        yield from misconverted(view, units)
+        yield from _dropped_columns(step, view)
+        yield from _admitted(step, given)
+        yield from _out_of_bounds(step)
     yield from wrong_record(step, view)
     yield from wrong_pick(step, view, GENERIC_FIELDS, loops)
     yield from mixed(step, GENERIC_FIELDS)
