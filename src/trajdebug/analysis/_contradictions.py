@@ -5,7 +5,7 @@ disagree with each other about a value the failing step was given."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
@@ -24,7 +24,7 @@ from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis._unfilled import empty_fields as _empty_fields
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
-from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS
+from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
 
@@ -417,13 +417,8 @@ def _feeds_only(sl: Slice, sid: str, fid: str) -> bool:
     users = [c for c, _ in sl.g.children(sid) if c != sid]
     return bool(users) and all(c == fid or inside_of(sl, fid, c) for c in users)
 
-TRUSTED_KINDS = OBSERVATION_KINDS | {"input"}
-"""Kinds of step whose answer the agent did not compute: an observation of the world, the run's input."""
-
-
 def yardsticks(
-    sl: Slice, named: Sequence[Atom], end: int, within: set[str], skip: frozenset[str], bounds: set[float],
-    measure: Collection[float] = (),
+    sl: Slice, named: Sequence[Atom], end: int, within: set[str], skip: frozenset[str], bounds: set[float]
 ) -> tuple[set[str], list[Found]]:
     """The side of a comparison a failure states that the run was measured against, by structure alone (its
     key), and a ``yardstick`` mark of the step that made the other side, naming the step that made this one: its
@@ -440,54 +435,19 @@ def yardsticks(
     message (the request's day, misread) is as often the wrong one as the record's.  A small whole number
     (-10..10, any unit) is no side, as the lineage's ``held_before`` leaves it out: a count recurs in any run
     by chance, so which step made it first says little ("sheet lists 3 riders, booking is for 4" has none).
-
-    A side the message states as the ``measure`` the run was held against (`measured_against`: "computed 498.11
-    != stated 473.21") is the yardstick whatever came first, when an observation (a tool's or a retrieval's
-    answer) or the run's input made it as is and a step of the agent's own made the other side: of two
-    numbers compared, the one a trusted source supplied is what the agent's own was measured by, not a value
-    it introduced into the run.
     """
     out: tuple[set[str], list[Found]] = (set(), [])
     sides = [a for a in {a.key: a for a in named if a.kind == "number"}.values() if a.number not in bounds]
     if any(a.number is None or (a.number == int(a.number) and -10 <= a.number <= 10) for a in sides):
         return out
-    if len(sides) == 3:
-        # A gap the message states beside the two numbers it compares ("498.11 != 473.21 (diff +24.90)") is
-        # their difference, no third side.
-        gap = min(sides, key=lambda a: abs(a.number or 0.0))
-        if _gap_of(gap, [b for b in sides if b is not gap]):
-            sides = [b for b in sides if b is not gap]
     if len(sides) != 2:
         return out
     origins = [(sl.lin.origin(a, end, within, skip), a.key) for a in sides]
-    said = [i for i, a in enumerate(sides) if a.number in measure]
-    if len(said) == 1:
-        (o, key), (other, _) = origins[said[0]], origins[1 - said[0]]
-        if (
-            o.step_id is not None
-            and other.step_id is not None
-            and o.step_id != other.step_id
-            and not o.derived_from
-            and sl.g.steps[o.step_id].kind in TRUSTED_KINDS
-            and sl.g.steps[other.step_id].kind not in TRUSTED_KINDS | CONTAINER_KINDS
-        ):
-            out[0].add(key)
-            out[1].append(Mark(other.step_id, "yardstick", sl.w["origin"], o.step_id))
-            return out
     made = [(sl.g.position(o.step_id), key, o.atom.field, o.step_id) for o, key in origins if o.step_id and not o.derived_from]
     if len(made) == 2 and made[0][0] != made[1][0] and min(made)[2] is not None:
         out[0].add(min(made)[1])
         out[1].append(Mark(max(made)[3], "yardstick", sl.w["origin"], min(made)[3]))
     return out
-
-
-def _gap_of(a: Atom, others: Sequence[Atom]) -> bool:
-    """Whether number ``a`` is the difference of the two ``others`` (to the cent, either sign; the caller passes
-    the smallest of three, as any one of three where one is the sum of two is the difference of the others)."""
-    if len(others) != 2 or a.number is None or any(b.number is None for b in others):
-        return False
-    x, y = (b.number or 0.0 for b in others)
-    return abs(abs(a.number) - abs(x - y)) < 0.005
 
 
 def inside_of(sl: Slice, sid: str, outer: str) -> bool:

@@ -269,8 +269,8 @@ def rank_steps(r: Ranking, *, top: int = 5, started: float | None = None) -> Loc
     )
     names = r.g.steps
     yard = {
-        sid: f"leads {names[e].name} only because {names[e].name} made the side of the comparison taken for what the "
-        f"run was measured against (the yardstick share): the verdict is at most unsure"
+        sid: f"leads {names[e].name} only because {names[e].name} made its side of the comparison first (the "
+        f"yardstick share): the verdict is at most unsure"
         for sid in r.yardstick if (e := r.by_yardstick(sid)) is not None
     }
     return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every, yard)

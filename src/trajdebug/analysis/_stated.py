@@ -158,22 +158,6 @@ def checked_values(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
     }
 
 
-def measured_against(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
-    """The numbers a failure's message states as the value the run was measured against: a word of
-    `Lexicon.measure_words` stands between the number and the number before it in the message ("computed
-    total 498.11 EUR != **stated** total 473.21 EUR", "got 15, **should** be 12", "expected 12" at its head).
-    The words after the last number before it are read, so "expected 12, got 15" marks the 12, not the 15."""
-    found = mentions(message, words=False)
-    out: set[float] = set()
-    prev = 0
-    for m in found:
-        words = _WORD.findall(message[prev : m.start].lower())
-        if any(w in lexicon.measure_words for w in words):
-            out.add(m.value)
-        prev = m.end
-    return out
-
-
 __all__ = [
     "HTTP_ERRORS",
     "bound_word",
@@ -181,7 +165,6 @@ __all__ = [
     "is_label",
     "is_piece",
     "is_status",
-    "measured_against",
     "stated_limits",
     "states_no_value",
 ]

@@ -57,7 +57,7 @@ from trajdebug.analysis._spoken import (
     stated_values,
     unnamed_records,
 )
-from trajdebug.analysis._stated import checked_values, measured_against, stated_limits
+from trajdebug.analysis._stated import checked_values, stated_limits
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import Step
@@ -226,8 +226,7 @@ def _named_values(
     bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
     checked = checked_values(message, sl.lexicon)  # "is 122 days, above the 30-day maximum"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
-    measure = measured_against(message, sl.lexicon)  # "computed 498.11 != stated 473.21"
-    yard, out = yardsticks(sl, named, end, within, skip, bounds, measure)  # (and the marks of the other sides)
+    yard, out = yardsticks(sl, named, end, within, skip, bounds)  # (and the marks of the later sides)
     for a in named:
         if a.key in seen:
             continue
@@ -245,14 +244,7 @@ def _named_values(
             # covers the value (nothing on the way to it lost it).
             out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names", skip=skip)
             continue
-        if a.key in yard and a.number in measure:
-            # The side the run was measured against ("stated 473.21"), as a trusted source answered it: the source
-            # supplied it, it introduced nothing the run got wrong (`yardsticks`).
-            out += _trace(
-                sl, a, end, within, strength, f"the failure at {step.name} measures the run against", skip=skip,
-                made="supplied",
-            )
-        elif reached or any(sl.lin.steps[h].step_id not in skip for h in sl.lin.holders(a.key, end)):
+        if reached or any(sl.lin.steps[h].step_id not in skip for h in sl.lin.holders(a.key, end)):
             out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names", skip=skip)
         out += _counted(sl, a, step, within, strength, f"the failure at {step.name} names", 0)
         if limit:
@@ -272,8 +264,7 @@ def _named_values(
 
 
 def _trace(
-    sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0, skip: frozenset[str] = frozenset(),
-    made: str = "introduced",
+    sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0, skip: frozenset[str] = frozenset()
 ) -> list[Found]:
     """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
 
@@ -315,7 +306,7 @@ def _trace(
     # check's ``closed_stops``) is no field of a lookup that answered a plain list of street names.
     if a.field and o.atom.field != a.field:
         label = f"{o.atom.field}={a.raw}" if o.atom.field else repr(a.raw)
-    out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"{made} {label}, which {what}")
+    out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
     return out
 
 def _counted(sl: Slice, a: Atom, step: Step, within: set[str], weight: float, what: str, depth: int) -> list[Found]:

@@ -182,11 +182,6 @@ class Lexicon:
     """Words of a yes/no field that says whether a call's request was granted (``available``, ``approved``,
     ``success``): false there is a service saying no, an honest answer, not one that failed to answer."""
 
-    measure_words: frozenset[str]
-    """Words that, between a number of a failure's message and the number before it, make it the value the
-    run was measured against, not the run's own ("computed 498.11 != **stated** 473.21", "got 15, **should**
-    be 12", "refund 89.90 does not **match** 54.00", "**expected** 12")."""
-
     sign_offs: frozenset[str]
     """Closing words of a letter, written before a comma and the sender's name ("**Thanks**, Ana", "**Kind
     regards**, Ana Silva"): a text that ends so was signed, not cut."""
@@ -467,7 +462,6 @@ ENGLISH = Lexicon(
         {"ok", "success", "successful", "succeeded", "available", "approved", "accepted", "confirmed", "granted",
          "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}
     ),
-    measure_words=frozenset({"expected", "expecting", "expect", "stated", "should", "match", "matches", "matching"}),
     sign_offs=frozenset(
         {"thanks", "thank you", "many thanks", "regards", "best regards", "kind regards", "warm regards", "best",
          "cheers", "sincerely", "yours sincerely", "yours truly", "best wishes", "yours"}
