@@ -71,14 +71,14 @@ def _converted_in_place(lost: list[Any], given: Any, out: Any) -> list[Any]:
         placed: dict[str, list[Any]] = {}
         for p, w in content.leaves(out):
             placed.setdefault(p, []).append(w)
-            placed.setdefault(_field(p), []).append(w)
+            placed.setdefault(_last_field(p), []).append(w)
         for p, v in content.leaves(given):
-            if v in small and any(_same_number(v, w) for w in placed.get(p, placed.get(_field(p), []))):
+            if v in small and any(_same_number(v, w) for w in placed.get(p, placed.get(_last_field(p), []))):
                 kept.add(v)
     return [v for v in lost if v not in kept] if kept else lost
 
 
-def _field(path: str) -> str:
+def _last_field(path: str) -> str:
     """A leaf path's last field name (``lines[2].qty`` is ``qty``)."""
     return _INDEX.sub("", path).rsplit(".", 1)[-1]
 
