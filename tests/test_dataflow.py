@@ -307,6 +307,15 @@ def test_a_small_number_the_output_holds_under_another_field_is_still_dropped() 
     assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 4 values of its input (e.g. '10.00')"]
 
 
+def test_small_numbers_of_records_in_a_list_are_read_in_their_place() -> None:
+    """A parser given a list of records as text ({"qty": "10", "discount_pct": "10.00"} and another) is judged
+    record by record: the first record's discount, dropped, is not kept by the second record's qty 10."""
+    given = [{"sku": "S-1", "qty": "2", "discount_pct": "10.00"}, {"sku": "S-2", "qty": "10", "discount_pct": "5.00"}]
+    out = [{"sku": "S-1", "qty": 2}, {"sku": "S-2", "qty": 10, "discount_pct": 5.0}]
+    found = _parser_verdict(Step("p", "parse", "parse", input={"rows": given}, output=out))
+    assert any("'10.00'" in e.reason for e in found if e.suspicion > 0)
+
+
 def test_a_small_number_the_output_does_not_hold_is_still_dropped() -> None:
     """The same parser returning no price: "10.00" is nowhere in its output (no 10 in any form), so it was dropped."""
     line = {"sku": "SKU-7", "qty": "2", "price": "10.00"}

@@ -62,18 +62,23 @@ def _converted_in_place(lost: list[Any], given: Any, out: Any) -> list[Any]:
     if not small:
         return lost
     kept: set[str] = set()
-    if isinstance(given, list) and isinstance(out, (Mapping, list)):
+    if not isinstance(out, (Mapping, list)):
+        return lost
+    if isinstance(given, list) and all(isinstance(v, str) for v in given):
         theirs = list(out.values()) if isinstance(out, Mapping) else out
         for i, v in enumerate(given):
             if v in small and i < len(theirs) and _same_number(v, theirs[i]):
                 kept.add(v)
-    elif isinstance(given, Mapping) and isinstance(out, (Mapping, list)):
+    elif isinstance(given, (Mapping, list)):
+        # (Records in a list are read by their leaves' paths, ``[2].qty``: the same position, then the same name.)
         placed: dict[str, list[Any]] = {}
         for p, w in content.leaves(out):
             placed.setdefault(p, []).append(w)
             placed.setdefault(_last_field(p), []).append(w)
         for p, v in content.leaves(given):
-            if v in small and any(_same_number(v, w) for w in placed.get(p, placed.get(_last_field(p), []))):
+            if isinstance(v, str) and v in small and any(
+                _same_number(v, w) for w in placed.get(p, placed.get(_last_field(p), []))
+            ):
                 kept.add(v)
     return [v for v in lost if v not in kept] if kept else lost
 
