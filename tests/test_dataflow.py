@@ -285,3 +285,89 @@ def test_a_date_rewritten_in_another_year_was_dropped_not_converted() -> None:
     found = list(_parser_verdict(step, failures=failed))
     assert any(e.reason.startswith("dropped 1 of the 2 values") and "'2024-06-15'" in e.reason for e in found)
     assert not any(e.reason == "kept every value of its input" for e in found)
+
+
+def test_a_number_written_as_text_and_read_as_a_number_was_converted_not_dropped() -> None:
+    """A parser given a catalogue line as text fields ({"qty": "2", "price": "10.00"}) returning them as numbers
+    (2, 10.0) kept them, a small whole number too ("10.00" is 10.0: no drop); the call given a "discount" it
+    did not return dropped that one, and says so (nu27, finding 2)."""
+    line = {"sku": "SKU-7", "qty": "2", "price": "10.00"}
+    kept = _parser_verdict(Step("p", "parse", "parse", input={"raw": line}, output={"sku": "SKU-7", "qty": 2, "price": 10.0}))
+    assert not [e for e in kept if e.suspicion > 0]
+    lost = dict(line, discount="10%")
+    found = _parser_verdict(Step("p", "parse", "parse", input={"raw": lost}, output={"sku": "SKU-7", "qty": 2, "price": 10.0}))
+    assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 3 values of its input (e.g. '10%')"]
+
+
+def test_a_small_number_the_output_holds_under_another_field_is_still_dropped() -> None:
+    """A parser given {"qty": "10", "discount_pct": "10.00"} returning qty 10 and no discount dropped the
+    discount: the 10 it holds is the quantity's, under another field (rev54b, p5)."""
+    line = {"sku": "S-1", "qty": "10", "discount_pct": "10.00", "unit": "49.90"}
+    found = _parser_verdict(Step("p", "parse", "parse", input={"raw": line}, output={"sku": "S-1", "qty": 10, "unit": 49.9}))
+    assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 4 values of its input (e.g. '10.00')"]
+
+
+def test_small_numbers_of_records_in_a_list_are_read_in_their_place() -> None:
+    """A parser given a list of records as text ({"qty": "10", "discount_pct": "10.00"} and another) is judged
+    record by record: the first record's discount, dropped, is not kept by the second record's qty 10."""
+    given = [{"sku": "S-1", "qty": "2", "discount_pct": "10.00"}, {"sku": "S-2", "qty": "10", "discount_pct": "5.00"}]
+    out = [{"sku": "S-1", "qty": 2}, {"sku": "S-2", "qty": 10, "discount_pct": 5.0}]
+    found = _parser_verdict(Step("p", "parse", "parse", input={"rows": given}, output=out))
+    assert any("'10.00'" in e.reason for e in found if e.suspicion > 0)
+
+
+def test_a_small_number_the_output_does_not_hold_is_still_dropped() -> None:
+    """The same parser returning no price: "10.00" is nowhere in its output (no 10 in any form), so it was dropped."""
+    line = {"sku": "SKU-7", "qty": "2", "price": "10.00"}
+    found = _parser_verdict(Step("p", "parse", "parse", input={"raw": line}, output={"sku": "SKU-7", "qty": 2}))
+    assert [e.reason for e in found if e.suspicion > 0] == ["dropped 1 of the 2 values of its input (e.g. '10.00')"]
+
+
+def _line_parser(lines: list[str], out: list[dict[str, Any]]) -> list[Step]:
+    return [
+        Step(f"p{i}", "parse_line", "parse", input={"raw": raw}, output=o, start_ns=i, end_ns=i + 1)
+        for i, (raw, o) in enumerate(zip(lines, out))
+    ]
+
+
+def test_a_delimited_record_with_a_field_more_than_its_siblings_had_lost_it() -> None:
+    """An invoice's lines read by one parser of fixed columns: the line that carries a sixth field
+    (``disc=10%``) came back without it, where the other lines' five fields were all kept (nu27 a1)."""
+    lines = ["SKU-100|Desk lamp|2|39.90|EUR", "SKU-220|Office chair|1|249.00|EUR|disc=10%", "SKU-310|USB hub|3|18.50|USD"]
+    out = [
+        {"sku": "SKU-100", "desc": "Desk lamp", "qty": 2, "unit_price": 39.9, "currency": "EUR"},
+        {"sku": "SKU-220", "desc": "Office chair", "qty": 1, "unit_price": 249.0, "currency": "EUR"},
+        {"sku": "SKU-310", "desc": "USB hub", "qty": 3, "unit_price": 18.5, "currency": "USD"},
+    ]
+    steps = _line_parser(lines, out)
+    run = Run("r", "test", steps=tuple(steps))
+    failed = (Failure("x", "step-error", "invoice total 346.70 does not match: the chair's 10% discount was not applied", "x"),)
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failed)
+    [e] = [e for e in ctx.verdict("p1").evidence if e.diagnoser == "parse-dropped" and e.suspicion > 0]
+    assert "dropped 'disc=10%', a field of the record it read (6 fields)" in e.reason
+    assert not [e for e in ctx.verdict("p0").evidence if e.diagnoser == "parse-dropped" and e.suspicion > 0]
+
+
+def test_an_extra_field_the_failure_never_names_was_no_loss() -> None:
+    """A parser of fixed columns that leaves a line's optional note (``gift-wrap``) unread, where the failure is
+    about stock ("cannot reserve SKU-202: stock 0"), dropped nothing the run needed (rev54b, p2b)."""
+    lines = ["SKU-101|Office chair|2|149.00", "SKU-202|Desk lamp|1|39.00", "SKU-303|Monitor arm|3|59.00|gift-wrap"]
+    out = [
+        {"sku": "SKU-101", "name": "Office chair", "qty": 2, "price": 149.0},
+        {"sku": "SKU-202", "name": "Desk lamp", "qty": 1, "price": 39.0},
+        {"sku": "SKU-303", "name": "Monitor arm", "qty": 3, "price": 59.0},
+    ]
+    run = Run("r", "test", steps=tuple(_line_parser(lines, out)))
+    failed = (Failure("x", "step-error", "cannot reserve SKU-202: stock 0", "x"),)
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failed)
+    assert not [e for e in ctx.verdict("p2").evidence if "a field of the record it read" in e.reason]
+
+
+def test_a_parser_that_reads_some_columns_of_every_record_drops_no_extra_field() -> None:
+    """A parser that keeps the sku and the price of every line, each line carrying a note besides, selects
+    columns: the longer line's note is no field it lost."""
+    lines = ["SKU-100|Desk lamp|39.90", "SKU-220|Office chair|249.00|on sale", "SKU-310|USB hub|18.50"]
+    out = [{"sku": "SKU-100", "price": 39.9}, {"sku": "SKU-220", "price": 249.0}, {"sku": "SKU-310", "price": 18.5}]
+    run = Run("r", "test", steps=tuple(_line_parser(lines, out)))
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+    assert not [e for e in ctx.verdict("p1").evidence if "a field of the record it read" in e.reason]

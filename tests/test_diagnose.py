@@ -1472,6 +1472,32 @@ class TestObservations:
         assert _from(_verdict(run, "t"), "truncated-output")[0].suspicion >= 0.5
         assert _from(_verdict(run, "u"), "truncated-output") == []
 
+    def test_a_message_signed_with_a_name_after_its_last_sentence_is_not_cut(self) -> None:
+        """A customer's e-mail fetched whole ends "... refund 42.50 EUR. Thanks, Ana": a sentence finished, a
+        closing word, a comma and a name after it is how a letter ends, not a cut (nu27, finding 3)."""
+        for body in (
+            "Hi, order A-1001 arrived damaged. Please refund 42.50 EUR. Thanks, Ana",
+            "Hello. My order A-1009 had a broken blender. Please refund the blender, 54.00 EUR. Kind regards, Ana Silva",
+        ):
+            run = _run(_t("m", "fetch_email", "tool", 1, output={"id": "m1", "body": body}))
+            assert _from(_verdict(run, "m"), "truncated-output") == [], body
+
+    def test_a_message_stopping_inside_its_last_sentence_is_cut(self) -> None:
+        """The same e-mail cut at a size limit stops inside a sentence's words ("... Thanks, and we look forw", or
+        a sentence just begun, "... EUR. Thanks for the qui"): still cut short.  So is one stopping after a few
+        capitalised words or one word after the full stop ("... EUR. Refund to Maria", "... EUR. Please"): no
+        closing word and comma before them, no signature (rev54b, p1)."""
+        for body in (
+            "Hi, order A-1001 arrived damaged. Please refund 42.50 EUR. Thanks, and we look forw",
+            "Hi, order A-1001 arrived damaged. Please refund 42.50 EUR. Thanks for the qui",
+            "Hi, order A-1001 arrived damaged. The jug was cracked. Please send the refund of 54.00 EUR. Refund to Maria",
+            "Hi, order A-1001 arrived damaged. The jug was cracked. Please send the refund of 54.00 EUR. Please",
+            "Hello. My order A-1009 had a broken blender. Please refund the blender, 54.00 EUR. Ben",
+        ):
+            run = _run(_t("m", "fetch_email", "tool", 1, output={"id": "m1", "body": body}))
+            [e] = _from(_verdict(run, "m"), "truncated-output")
+            assert "stops mid-sentence" in e.reason, body
+
     def test_ragged_last_group_of_records(self) -> None:
         """Records grouped by a field whose last group is shorter than all others look cut at a page limit."""
         rows = [{"cat": c, "month": m, "total": 1.0} for c in ("a", "b", "c") for m in ("01", "02", "03")]

@@ -581,6 +581,27 @@ class TestAnomalies:
         scaled = _s("p", "parse", "parse", 1, {"chainage_m": 200}, {"chainage_m": 2})
         assert self._signals(scaled) == ["lineage:altered"]
 
+    def test_a_given_one_scales_to_no_value(self) -> None:
+        """A catalogue tool given the index ``i=1`` answering a line "SKU-220|1|249.00|10%": its 10% is no "1
+        times 10^1" (every power of ten is), while a given quantity 2 answered as 20 still is a scaling (nu27)."""
+        fetch = _s("f", "fetch", "tool", 1, {"i": 1}, "SKU-220|1|249.00|10%")
+        assert "lineage:altered" not in self._signals(fetch)
+        scaled = _s("q", "parse", "parse", 1, {"qty": 2}, {"qty": 20})
+        assert self._signals(scaled) == ["lineage:altered"]
+        # A given 1 under the field it is answered in is scaled all the same: a weight of 1 kg read as 1000 g
+        # (rev54b, p6).
+        grams = _s("n", "normalize", "parse", 1, {"id": "PX-1", "weight_kg": 1}, {"id": "PX-1", "weight_kg": 1000})
+        assert self._signals(grams) == ["lineage:altered"]
+
+    def test_a_wrapper_is_not_judged_for_what_it_answered_of_its_own(self) -> None:
+        """A rate wrapper given city='NYC', currency='USD' answering city='New York', currency='EUR' (its call
+        answered 'NYC' in dollars): it normalised an alias and converted a unit, its job, no contradiction.  A
+        wrapper's values are not read for conflicts (rev54b, p4b: nu27's finding 6 dropped, no narrower reading
+        told a served cached record from a normalised one)."""
+        wrapper = _s("w", "fetch_rate", "other", 1, {"city": "NYC", "currency": "USD"}, {"city": "New York", "currency": "EUR", "per_night": 184.0})
+        view = Lineage(_run(wrapper)).view("w")
+        assert list(anomalies(wrapper, view, True)) == []
+
     def test_a_scaling_apart_from_the_steps_conversion_is_named_first(self) -> None:
         """A step that turns grams into kilograms for every field but one, scaled by another power of ten,
         names that one first; the others stay evidence, after it."""

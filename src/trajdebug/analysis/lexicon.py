@@ -182,6 +182,10 @@ class Lexicon:
     """Words of a yes/no field that says whether a call's request was granted (``available``, ``approved``,
     ``success``): false there is a service saying no, an honest answer, not one that failed to answer."""
 
+    sign_offs: frozenset[str]
+    """Closing words of a letter, written before a comma and the sender's name ("**Thanks**, Ana", "**Kind
+    regards**, Ana Silva"): a text that ends so was signed, not cut."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -457,6 +461,10 @@ ENGLISH = Lexicon(
     granted_words=frozenset(
         {"ok", "success", "successful", "succeeded", "available", "approved", "accepted", "confirmed", "granted",
          "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}
+    ),
+    sign_offs=frozenset(
+        {"thanks", "thank you", "many thanks", "regards", "best regards", "kind regards", "warm regards", "best",
+         "cheers", "sincerely", "yours sincerely", "yours truly", "best wishes", "yours"}
     ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}

@@ -30,6 +30,7 @@ from trajdebug.analysis.diagnosers._reads import ERROR, OK, Reads, reading
 from trajdebug.analysis.diagnosers._write_losses import (
     _INDEX,
     _NUMERAL,
+    _converted_in_place,
     _kept_field_lost,
     _lost,
     _needed_later,
@@ -106,13 +107,14 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # A text read into a record: a series of numbers it lists, of which the record kept some.
         named_keys = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
         yield from series_cut(step, src, out, named_keys, ctx.lexicon)
+        yield from _extra_field_left(step, src, ctx)
     if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
         # on those: the other records were not its to pass on.
         src = _consulted_left_out(unpicked(src, selections(src, out)), step, ctx)
         values = _values_of(src, content_only=True)
-        lost = _lost(values, ctx.text(step.step_id))
+        lost = _converted_in_place(_lost(values, ctx.text(step.step_id)), src, out)
         # A text of several lines is what the step parses, not a value to pass on whole: it is
         # judged line by line on the words its records left behind (`text_dropped`).
         texts = [v for v in lost if isinstance(v, str) and _is_text(v)]
@@ -133,6 +135,70 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         ]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         yield from _lost_findings(step.step_id, values, lost, named, out)
+
+
+def _record_parts(value: Any) -> list[str] | None:
+    """The fields of a delimited record written on one line (``SKU-220|Office chair|1|249.00``, three or more,
+    `_FIELD_SEPARATOR`), as a parse step is given it (alone or as its one argument); None for any other value."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        value = next(iter(value.values()))
+    if not isinstance(value, str) or "\n" in value.strip() or len(value) > 2000:
+        return None
+    parts = [p.strip() for p in _FIELD_SEPARATOR.split(value.strip())]
+    return [p for p in parts if p] if len(parts) >= 3 else None
+
+
+def _kept_width(step: Step, ctx: DiagnoseContext) -> int | None:
+    """The number of fields of the delimited record a call read, when it kept every one (None otherwise)."""
+    theirs = _record_parts(_with_json_read(step.input))
+    if theirs is None or _converted_in_place(_lost(theirs, ctx.text(step.step_id)), theirs, step.output):
+        return None
+    return len(theirs)
+
+
+def _extra_field_left(step: Step, src: str, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A delimited record read into a record that left out a field, where it has more fields than any record
+    the step's other calls read, and each of those kept every field of its own: the parser reads a fixed set
+    of columns, and this record carried one more (``...|EUR|disc=10%``), which it dropped unread."""
+    mine = _record_parts(src)
+    if mine is None:
+        return
+    lost = _converted_in_place(_lost(mine, ctx.text(step.step_id)), mine, step.output)
+    # (As the other findings of a field left out: a loss only when the failure speaks of the field, by a word
+    # of its name (``disc`` of ``disc=10%``) or its value; a parser rightly leaving a note column unread is not.)
+    lost = [v for v in lost if failure_names(ctx, *_part_field(v))]
+    if not lost:
+        return
+    # (Per step name, read once: each call's record width, None for a call given no such record or that
+    # dropped a field of its own, which reads some columns.)
+    calls: dict[str, int | None] = ctx.memo(
+        f"record-widths:{step.kind}:{step.name}",
+        lambda: {
+            s.step_id: _kept_width(s, ctx)
+            for s in ctx.run.steps
+            if s.name == step.name and s.kind == step.kind and s.status == "ok"
+        },
+    )
+    widths = [w for sid, w in calls.items() if sid != step.step_id]
+    if len(widths) < 2 or any(w is None for w in widths) or len(mine) <= max(w or 0 for w in widths):
+        return
+    yield Evidence(
+        step.step_id,
+        0.45,
+        f"dropped {lost[0]!r}, a field of the record it read ({len(mine)} fields), where its {len(widths)} other "
+        f"calls read records of at most {max(w or 0 for w in widths)} fields and kept every one",
+        "parse-dropped",
+    )
+
+
+_PART_LABEL = re.compile(r"\s*([^\W\d][\w ]{0,30}?)\s*[=:]\s*(\S.*)")
+"""A delimited record's part written as a label and its value (``disc=10%``, ``note: gift``)."""
+
+
+def _part_field(part: str) -> tuple[str, str]:
+    """A delimited record's part as a field and its value (no field for a bare value)."""
+    m = _PART_LABEL.fullmatch(part)
+    return (m.group(1), m.group(2)) if m else ("", part)
 
 
 def _lost_findings(sid: str, values: list[Any], lost: list[Any], named: set[str], out: Any) -> Iterable[Evidence]:

@@ -56,13 +56,31 @@ def _texts(value: Any) -> list[tuple[str, str]]:
     return [(p, v) for p, v in content.leaves(value) if isinstance(v, str)]
 
 
-def _cut_mid_word(text: str) -> bool:
+def _cut_mid_word(text: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a longer text stops in the middle of a word (no closing punctuation, last word glued to the end)."""
     t = text.rstrip("\n")
     if len(t) < 60 or t != t.rstrip() or t[-1:] in _TERMINAL or "\n" in t[-40:]:
         return False
     # Prose ends with punctuation; a line-oriented output (logs, code) does not.
-    return t.count(". ") >= 2 and t[-1].isalnum()
+    return t.count(". ") >= 2 and t[-1].isalnum() and not _signed(t, lexicon)
+
+
+_LAST_SENTENCE_END = re.compile(r"[.!?]\s+(?=[^.!?]*$)")
+"""The end of a text's last full sentence, before what follows it."""
+_SIGNATURE = re.compile(r"([^\W\d_]+(?:\s+[^\W\d_]+)?),\s*([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
+"""A sign-off: one or two words, a comma, then a name of one or two capitalised words (``Regards, Ana Silva``)."""
+
+
+def _signed(text: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a text ends the way a letter is signed: after its last full sentence, a closing word of
+    `Lexicon.sign_offs`, a comma and a name ("... 42.50 EUR. Thanks, Ana", "... Regards, Ana Silva").  A cut
+    falls anywhere, mostly inside a sentence's words: a few capitalised words after a full stop ("... EUR.
+    Refund to Maria") are a sentence cut short, not a signature."""
+    m = _LAST_SENTENCE_END.search(text)
+    if m is None:
+        return False
+    sign = _SIGNATURE.fullmatch(text[m.end() :].strip())
+    return sign is not None and " ".join(sign.group(1).lower().split()) in lexicon.sign_offs
 
 
 def _ragged_tail(rows: list[Any]) -> tuple[str, int, int] | None:
@@ -163,7 +181,7 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
             return
     for path, text in texts:
-        if _cut_mid_word(text):
+        if _cut_mid_word(text, ctx.lexicon):
             where = f" {path}" if path else ""
             yield Evidence(
                 step.step_id,

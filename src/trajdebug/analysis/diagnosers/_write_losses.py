@@ -52,6 +52,53 @@ def _lost(values: list[Any], text: str) -> list[Any]:
     return lost
 
 
+def _converted_in_place(lost: list[Any], given: Any, out: Any) -> list[Any]:
+    """The ``lost`` values less the small numbers written as text ('10.00', no telling number by
+    `numerals.norm_number`) that the output holds as that number in the same place: under the same field
+    name, or at the same position of a list (a delimited record's parts against the record's values in
+    order).  Converting its type dropped nothing; the same number elsewhere in the output (a quantity 10
+    beside a dropped discount '10.00') is another value."""
+    small = {v for v in lost if isinstance(v, str) and _NUMERAL.fullmatch(v.strip())}
+    if not small:
+        return lost
+    kept: set[str] = set()
+    if not isinstance(out, (Mapping, list)):
+        return lost
+    if isinstance(given, list) and all(isinstance(v, str) for v in given):
+        theirs = list(out.values()) if isinstance(out, Mapping) else out
+        for i, v in enumerate(given):
+            if v in small and i < len(theirs) and _same_number(v, theirs[i]):
+                kept.add(v)
+    elif isinstance(given, (Mapping, list)):
+        # (Records in a list are read by their leaves' paths, ``[2].qty``: the same position, then the same name.)
+        placed: dict[str, list[Any]] = {}
+        for p, w in content.leaves(out):
+            placed.setdefault(p, []).append(w)
+            placed.setdefault(_last_field(p), []).append(w)
+        for p, v in content.leaves(given):
+            if isinstance(v, str) and v in small and any(
+                _same_number(v, w) for w in placed.get(p, placed.get(_last_field(p), []))
+            ):
+                kept.add(v)
+    return [v for v in lost if v not in kept] if kept else lost
+
+
+def _last_field(path: str) -> str:
+    """A leaf path's last field name (``lines[2].qty`` is ``qty``)."""
+    return _INDEX.sub("", path).rsplit(".", 1)[-1]
+
+
+def _same_number(raw: str, value: Any) -> bool:
+    """Whether ``value`` (a number, or a numeral as text) is the number ``raw`` writes."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        if not _NUMERAL.fullmatch(value.strip()):
+            return False
+        value = float(value.strip().replace(",", ""))
+    return isinstance(value, (int, float)) and float(raw.strip().replace(",", "")) == float(value)
+
+
 _FORMS_OF: list[tuple[str, set[str]] | None] = [None]
 """The last text `_number_forms` read with its forms, as one pair: a writer's leaves are each tested against the
 same text.  One pair swapped whole, so two threads analysing at once never pair one text with the other's forms."""

@@ -257,7 +257,11 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                     "lineage:altered",
                 )
                 break
-            k = power_of_ten(yv, xv)
+            # (A given 1 scales to no telling value in another field: every power of ten is "1 times 10^k", so
+            # such an output says only that it is round, a discount of 10% beside an index 1.  Under the field it
+            # was given in, a 1 answered as 1000 is a scaling: a weight in kilograms read as grams.)
+            one = abs(xv) == 1 and (y.field is None or y.field != x.field)
+            k = power_of_ten(yv, xv) if not one else 0
             if k and (y.field is None or x.field is None or y.field == x.field or _related(y.field, x.field)):
                 if y.field in signed:
                     break  # the step scales this field by a rule (every call of it does: a unit converted)
