@@ -48,7 +48,7 @@ from trajdebug.analysis.lineage import (
 )
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import VALUE_DEP_KINDS, DepKind, Run
+from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def _fallbacks_fed(report: ErrorReport, graph: DependencyGraph, lineage: Lineage
             failed = end.step_id if end.step_id in graph else nxt.step_id
             if failed not in graph:
                 continue
-            fed = graph.backward_slice([failed], _VALUE_KINDS)
+            fed = graph.backward_slice([failed], VALUE_DEP_KINDS)
             for c in err.stages:
                 sid = c.step_id
                 if c.stage != "ignored" or sid is None or sid == failed or sid not in fed or sid in seen:
@@ -347,10 +347,6 @@ def _fallback_reached(lineage: Lineage | None, sid: str, failed: str) -> bool:
         return True
     view = lineage.view(failed)
     return any(view.given(a) for a in made)
-
-
-_VALUE_KINDS: tuple[DepKind, ...] = ("data", "state")
-"""The edges a value travels along (`VALUE_DEP_KINDS`; the lifecycle links errors along the same)."""
 
 
 def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | None = None) -> Run:

@@ -62,7 +62,7 @@ OBSERVATION_KINDS: frozenset[str] = frozenset({"tool", "retrieval"})
 """Kinds of step whose output is an observation of the outside world rather than something the agent computed."""
 CONTAINER_KINDS: frozenset[str] = frozenset({"agent"})
 """Kinds of step that enclose other steps (agents, sub-agents, loops)."""
-VALUE_DEP_KINDS: frozenset[str] = frozenset({"data", "state"})
+VALUE_DEP_KINDS: frozenset[DepKind] = frozenset({"data", "state"})
 """Dependency kinds along which a value flows (as opposed to a decision, the environment or context)."""
 DEP_KINDS: tuple[str, ...] = get_args(DepKind)
 DEP_ORIGINS: tuple[str, ...] = get_args(DepOrigin)
