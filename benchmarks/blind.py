@@ -88,7 +88,9 @@ the last round's final analysis: development suites since).  ``suite_zzv`` and `
 frozen on 2026-12-06 at 08:04 UTC, scored once held out at 10:36 UTC on 34f1776f, the last round's final analysis:
 development suites since).  ``suite_zzx`` and ``suite_zzy`` (written blind and frozen on 2026-12-06 at 10:50 and 10:57 UTC, scored
 once held out at 13:18 UTC on 9ad6b575, the last round's final analysis: development suites since).  ``suite_zzz``
-and ``suite_zzza`` (written blind and frozen on 2026-12-06 at 13:42 and 13:46 UTC: the next round's first measure) are held out
+and ``suite_zzza`` (written blind and frozen on 2026-12-06 at 13:42 and 13:46 UTC, scored once held out at 16:03 UTC
+on 20b1403c, the last round's final analysis: development suites since).  ``suite_zzzb`` and ``suite_zzzc`` (written
+blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -112,8 +114,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzza": "held out (written blind and frozen on 2026-12-06 at 13:46 UTC; not yet scored: the next round's first measure, with suite_zzz)",
-    "suite_zzz": "held out (written blind and frozen on 2026-12-06 at 13:42 UTC; not yet scored: the next round's first measure, with suite_zzza)",
+    "suite_zzzc": "held out (written blind on 2026-12-06 in round 55; not yet scored: the next round's first measure, with suite_zzzb)",
+    "suite_zzzb": "held out (written blind on 2026-12-06 in round 55; not yet scored: the next round's first measure, with suite_zzzc)",
+    "suite_zzza": "development (scored once held out on 2026-12-06 at 16:03 UTC on 20b1403c; its misses not yet studied)",
+    "suite_zzz": "development (scored once held out on 2026-12-06 at 16:03 UTC on 20b1403c; its misses not yet studied)",
     "suite_zzy": "development (scored once held out on 2026-12-06 at 13:18 UTC on 9ad6b575; its misses not yet studied)",
     "suite_zzx": "development (scored once held out on 2026-12-06 at 13:18 UTC on 9ad6b575; its misses not yet studied)",
     "suite_zzw": "development (scored once held out on 2026-12-06 at 10:36 UTC on 34f1776f; its misses not yet studied)",
