@@ -4,6 +4,7 @@ disagree with each other about a value the failing step was given."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
@@ -40,14 +41,21 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
     out: list[Found] = []
     nums = mentions(message, words=False)
     # Each word of the message belongs to the number nearest to it (a message may
-    # state several quantities: "total 1,224 exceeds budget 1,200").
+    # state several quantities: "total 1,224 exceeds budget 1,200"), in its own clause when that clause states
+    # one: "silo C has 2.5 t free; 3.76 t ordered" says ``free`` of the 2.5, though the 3.76 stands nearer.
+    breaks = [b.start() for b in _CLAUSE_BREAK.finditer(message)]
+    clause = [bisect.bisect_right(breaks, n.start) for n in nums]
     near: dict[int, set[str]] = {}
     for w in _TERM.finditer(message.lower()):
         if nums:
             mid = (w.start() + w.end()) / 2
-            i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
+            own = bisect.bisect_right(breaks, w.start())
+            pool = [k for k in range(len(nums)) if clause[k] == own] or range(len(nums))
+            i = min(pool, key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
+    # A name the run holds is no word of the message's sentence: a dog called "Cap" bounds no number.
+    plain = _names_masked(sl, message, pos)
     failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     subjects = {a.key for a in atoms(message) if a.kind == "id"}
     for i, m in enumerate(nums):
@@ -73,7 +81,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 and a.field
                 and _near(a.field, window, m, sl, near_field)
                 and not _names_unit(a.field, _unit_code(message, m), sl)
-                and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
+                and not states_no_value(plain, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
                 held = True  # the run had the value the failure states: it restates, not corrects
@@ -99,6 +107,27 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+_CLAUSE_BREAK = re.compile(r";|\n|\.(?=\s|$)")
+"""What ends a clause of a message, for the words a number is read with: a semicolon, a line break, a full stop
+(not a decimal point)."""
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def _names_masked(sl: Slice, message: str, pos: int) -> str:
+    """The message with each capitalised word that is a limit word of the lexicon (``Cap``, ``Max``) and a whole
+    value an earlier step returned (a dog's name, a person's) written over, at the same length: it names a
+    record of the run, no limit the number beside it broke ("Cap has 8 points")."""
+    def mask(w: re.Match[str]) -> str:
+        word = w.group(0)
+        if word.lower() not in sl.lexicon.bound_words and word.lower() not in sl.lexicon.bound_nouns:
+            return word
+        held = [a for a in atoms([word]) if a.kind == "text" and a.raw == word]
+        return "_" * len(word) if held and sl.lin.holders(held[0].key, pos) else word
+
+    return _CAPITALISED.sub(mask, message)
 
 
 def emptied(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
