@@ -777,6 +777,50 @@ class TestRanking:
         other = localize(run_of("tank T-3 fill 18 l is under the 40 l needed"))
         assert all("lineage:contradicted" not in c.signals for c in other.candidates)
 
+    def test_a_word_belongs_to_the_number_of_its_own_clause(self) -> None:
+        """"silo C has 2.5 t free; 3.76 t ordered": ``free`` stands one character nearer the 3.76 than the 2.5, but
+        the semicolon puts it in the 2.5's clause, so the stock tool's free_t=12.0 is contradicted by the 2.5
+        (a word of a clause stating no number still goes to the nearest number)."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("k", "feed_stock", "tool", input={"silo": "C"}, output={"silo": "C", "free_t": 12.0}, start_ns=1, end_ns=2),
+                Step(
+                    "o", "order_feed", "tool", input={"silo": "C", "tonnes": 3.76}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("k"),), start_ns=3, end_ns=4,
+                ),
+            )
+            return Run("r", "feed", outcome="failure", steps=steps)
+
+        loc = localize(run_of("silo C has 2.5 t free; 3.76 t ordered"))
+        assert loc.candidates[0].step_id == "k" and "lineage:contradicted" in loc.candidates[0].signals
+        # Without the clause break the word is the nearer number's, as before: it names what was ordered.
+        loc = localize(run_of("silo C has 2.5 t, 3.76 t free ordered"))
+        assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
+
+    def test_a_name_the_run_holds_is_no_limit_word(self) -> None:
+        """"Cap has 8 points this season" names the dog the register returned, no cap the 8 broke: the eligibility
+        tool's points=12 is contradicted.  A cap the run never named still makes the number a limit."""
+
+        def run_of(message: str, dog: str) -> Run:
+            steps = (
+                Step("d", "dog_register", "tool", input={"dog_reg": "R-77"}, output={"dog_reg": "R-77", "dog": dog}, start_ns=1, end_ns=2),
+                Step(
+                    "e", "class_eligibility", "tool", input={"dog_reg": "R-77", "season": 2026},
+                    output={"dog_reg": "R-77", "points": 12, "eligible": True}, deps=(D("d"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "n", "enter_run", "tool", input={"dog_reg": "R-77", "class": "open"}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("e"),), start_ns=5, end_ns=6,
+                ),
+            )
+            return Run("r", "entries", outcome="failure", steps=steps)
+
+        loc = localize(run_of("Cap has 8 points this season, open class needs 10", "Cap"))
+        assert loc.candidates[0].step_id == "e" and "lineage:contradicted" in loc.candidates[0].signals
+        other = localize(run_of("Cap has 8 points this season, open class needs 10", "Nell"))
+        assert all("lineage:contradicted" not in c.signals for c in other.candidates)
+
     def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
         """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:
         None`` (it swallowed its calendar's error, as its note says), and the quote step that copied the record on was handed it

@@ -120,6 +120,7 @@ def _names_masked(sl: Slice, message: str, pos: int) -> str:
     """The message with each capitalised word that is a limit word of the lexicon (``Cap``, ``Max``) and a whole
     value an earlier step returned (a dog's name, a person's) written over, at the same length: it names a
     record of the run, no limit the number beside it broke ("Cap has 8 points")."""
+
     def mask(w: re.Match[str]) -> str:
         word = w.group(0)
         if word.lower() not in sl.lexicon.bound_words and word.lower() not in sl.lexicon.bound_nouns:
