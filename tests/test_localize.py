@@ -798,28 +798,30 @@ class TestRanking:
         loc = localize(run_of("silo C has 2.5 t, 3.76 t free ordered"))
         assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
 
-    def test_a_name_the_run_holds_is_no_limit_word(self) -> None:
-        """"Cap has 8 points this season" names the dog the register returned, no cap the 8 broke: the eligibility
-        tool's points=12 is contradicted.  A cap the run never named still makes the number a limit."""
+    def test_a_full_stop_after_an_abbreviation_or_a_wrapped_line_ends_no_clause(self) -> None:
+        """"stock approx. 2 units": the stop of ``approx.`` ends no clause (``Lexicon.abbreviations``), so ``stock``
+        is read with the 2 beside it, and the stock tool's stock=5 is contradicted, as before clauses were read.
+        A line wrapped inside a sentence ("free beds\\n2") is one clause: the reason quotes the 2, not the 3."""
 
-        def run_of(message: str, dog: str) -> Run:
+        def run_of(message: str, field: str, value: int) -> Run:
             steps = (
-                Step("d", "dog_register", "tool", input={"dog_reg": "R-77"}, output={"dog_reg": "R-77", "dog": dog}, start_ns=1, end_ns=2),
+                Step("s", "lookup", "tool", input={"req": "x"}, output={"room": "R-4", field: value}, start_ns=1, end_ns=2),
                 Step(
-                    "e", "class_eligibility", "tool", input={"dog_reg": "R-77", "season": 2026},
-                    output={"dog_reg": "R-77", "points": 12, "eligible": True}, deps=(D("d"),), start_ns=3, end_ns=4,
-                ),
-                Step(
-                    "n", "enter_run", "tool", input={"dog_reg": "R-77", "class": "open"}, status="error",
-                    error=ErrorInfo("Refused", message), deps=(D("e"),), start_ns=5, end_ns=6,
+                    "f", "submit", "tool", input={"room": "R-4", "beds": 3}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("s"),), start_ns=3, end_ns=4,
                 ),
             )
-            return Run("r", "entries", outcome="failure", steps=steps)
+            return Run("r", "p", outcome="failure", steps=steps)
 
-        loc = localize(run_of("Cap has 8 points this season, open class needs 10", "Cap"))
-        assert loc.candidates[0].step_id == "e" and "lineage:contradicted" in loc.candidates[0].signals
-        other = localize(run_of("Cap has 8 points this season, open class needs 10", "Nell"))
-        assert all("lineage:contradicted" not in c.signals for c in other.candidates)
+        for message, field in (
+            ("3 units requested, stock approx. 2 units", "stock"),
+            ("3 requested but free beds approx. 2", "free_beds"),
+        ):
+            loc = localize(run_of(message, field, 5))
+            assert loc.candidates[0].step_id == "s" and "lineage:contradicted" in loc.candidates[0].signals, message
+        loc = localize(run_of("room R-4: 3 beds requested, free beds\n2", "free_beds", 4))
+        reasons = [r for c in loc.candidates if c.step_id == "s" for r in c.reasons if "free beds" in r or "free_beds" in r]
+        assert reasons and all("says 2" in r for r in reasons), reasons
 
     def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
         """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:

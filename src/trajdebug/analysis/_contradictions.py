@@ -43,7 +43,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
     # Each word of the message belongs to the number nearest to it (a message may
     # state several quantities: "total 1,224 exceeds budget 1,200"), in its own clause when that clause states
     # one: "silo C has 2.5 t free; 3.76 t ordered" says ``free`` of the 2.5, though the 3.76 stands nearer.
-    breaks = [b.start() for b in _CLAUSE_BREAK.finditer(message)]
+    breaks = _clause_breaks(message, sl.lexicon)
     clause = [bisect.bisect_right(breaks, n.start) for n in nums]
     near: dict[int, set[str]] = {}
     for w in _TERM.finditer(message.lower()):
@@ -54,8 +54,6 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             i = min(pool, key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
-    # A name the run holds is no word of the message's sentence: a dog called "Cap" bounds no number.
-    plain = _names_masked(sl, message, pos)
     failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     subjects = {a.key for a in atoms(message) if a.kind == "id"}
     for i, m in enumerate(nums):
@@ -81,7 +79,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 and a.field
                 and _near(a.field, window, m, sl, near_field)
                 and not _names_unit(a.field, _unit_code(message, m), sl)
-                and not states_no_value(plain, m, _field_words(a.field, sl.lexicon), sl.lexicon)
+                and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
                 held = True  # the run had the value the failure states: it restates, not corrects
@@ -109,26 +107,28 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
     return out
 
 
-_CLAUSE_BREAK = re.compile(r";|\n|\.(?=\s|$)")
-"""What ends a clause of a message, for the words a number is read with: a semicolon, a line break, a full stop
-(not a decimal point)."""
+_CLAUSE_STOP = re.compile(r";|[.!?](?=\s|$)|\n")
+"""What may end a clause of a message, for the words a number is read with: a semicolon, a full stop (not a
+decimal point), a question or exclamation mark, a line break (``_clause_breaks`` says which do)."""
 
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_LAST_WORD = re.compile(r"(?<![A-Za-z.])[A-Za-z]+(?:\.[A-Za-z]+)*$")
+"""The word a full stop closes (``approx``, ``e.g``), searched for in the 16 characters before it."""
 
 
-def _names_masked(sl: Slice, message: str, pos: int) -> str:
-    """The message with each capitalised word that is a limit word of the lexicon (``Cap``, ``Max``) and a whole
-    value an earlier step returned (a dog's name, a person's) written over, at the same length: it names a
-    record of the run, no limit the number beside it broke ("Cap has 8 points")."""
-
-    def mask(w: re.Match[str]) -> str:
-        word = w.group(0)
-        if word.lower() not in sl.lexicon.bound_words and word.lower() not in sl.lexicon.bound_nouns:
-            return word
-        held = [a for a in atoms([word]) if a.kind == "text" and a.raw == word]
-        return "_" * len(word) if held and sl.lin.holders(held[0].key, pos) else word
-
-    return _CAPITALISED.sub(mask, message)
+def _clause_breaks(message: str, lexicon: Lexicon) -> list[int]:
+    """Where the clauses of a message end.  A full stop after an abbreviation ("stock approx. 2 units",
+    ``Lexicon.abbreviations``) ends none, and a line break ends one only after a sentence's end (``.;:!?``): a
+    line wrapped inside a sentence ("free beds\\n2") stays one clause."""
+    out: list[int] = []
+    for b in _CLAUSE_STOP.finditer(message):
+        if b.group(0) == ".":
+            word = _LAST_WORD.search(message, max(0, b.start() - 16), b.start())
+            if word and word.group(0).lower() in lexicon.abbreviations:
+                continue
+        elif b.group(0) == "\n" and not message[max(0, b.start() - 64) : b.start()].rstrip().endswith(":"):
+            continue  # a wrapped line, or one whose stop already ended the clause or, an abbreviation's, none
+        out.append(b.start())
+    return out
 
 
 def emptied(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
