@@ -459,10 +459,13 @@ class Lineage:
                     or self.steps[self.pos[d.step_id]].kind == "agent"  # a node's update: its own steps wrote it
                 ):
                     continue
-                held = fields.get((parent.step_id, f))
+                # What the edge's producer wrote: the part of the field its key names (``data.offers[0]``, one
+                # loop pass's offer in a state that also holds the request), not the whole field.
+                part = f if f == WHOLE_INPUT_KEY else _part_of(d.key or f, parent.input)
+                held = fields.get((parent.step_id, part))
                 if held is None:
-                    given = parent.input if f == WHOLE_INPUT_KEY else parent.input[f]
-                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(given) if not trivial(a)}
+                    given = parent.input if f == WHOLE_INPUT_KEY else _value_at(part, parent.input)
+                    held = fields[(parent.step_id, part)] = {a.key for a in atoms(given) if not trivial(a)}
                 if mine & held:
                     added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
                     have.add(d.step_id)
@@ -524,6 +527,46 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
     if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
         return None
     return m.group(0) if m.group(0) in given else None
+
+
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
+
+
+def _part_of(key: str, given: dict[str, Any]) -> str:
+    """The longest prefix of an edge's key path (``data.offers[0].sqft``) that names a container of the
+    enclosing step's input (``data.offers[0]``): the part its producer wrote.  A leaf is read as the container
+    that holds it (a record's ``sqft`` was written with the record), so a leaf's edge never narrows below the
+    record; the top-level field when nothing deeper resolves."""
+    m = _FIELD.match(key)
+    if m is None:
+        return key
+    value: Any = given.get(m.group(0))
+    end = m.end()
+    while end < len(key) and isinstance(value, (dict, list)):
+        step = _STEP.match(key, end)
+        if step is None:
+            break
+        name, index = step.group(1), step.group(2)
+        if name is not None and isinstance(value, dict) and name in value and isinstance(value[name], (dict, list)):
+            value = value[name]
+        elif index is not None and isinstance(value, list) and int(index) < len(value) and isinstance(value[int(index)], (dict, list)):
+            value = value[int(index)]
+        else:
+            break
+        end = step.end()
+    return key[:end]
+
+
+def _value_at(path: str, given: dict[str, Any]) -> Any:
+    """The value a path `_part_of` returned names in the enclosing step's input."""
+    m = _FIELD.match(path)
+    if m is None:
+        return None
+    value: Any = given.get(m.group(0))
+    for step in _STEP.finditer(path, m.end()):
+        name, index = step.group(1), step.group(2)
+        value = value[name] if name is not None else value[int(index)]
+    return value
 
 
 def _last_name(key: str) -> str:
