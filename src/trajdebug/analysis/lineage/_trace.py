@@ -428,7 +428,7 @@ class Lineage:
         (its steps wrote it).  ``deps``: every step's dependencies so far, by step id.
         """
         by_id = {s.step_id: s for s in self.steps}
-        fields: dict[tuple[str, str], set[str]] = {}
+        fields: dict[tuple[str, ...], set[str]] = {}
         siblings: dict[str, set[str]] = {}  # what the node's steps so far produced
         writers: dict[str, list[Dependency]] = {}
         out: dict[str, list[Dependency]] = {}
@@ -459,19 +459,33 @@ class Lineage:
                     or self.steps[self.pos[d.step_id]].kind == "agent"  # a node's update: its own steps wrote it
                 ):
                     continue
-                # What the edge's producer wrote: the part of the field its key names (``data.offers[0]``, one
-                # loop pass's offer in a state that also holds the request), not the whole field.
-                part = f if f == WHOLE_INPUT_KEY else _part_of(d.key or f, parent.input)
-                held = fields.get((parent.step_id, part))
-                if held is None:
-                    given = parent.input if f == WHOLE_INPUT_KEY else _value_at(part, parent.input)
-                    held = fields[(parent.step_id, part)] = {a.key for a in atoms(given) if not trivial(a)}
-                if mine & held:
+                if mine & self._written(parent, f, d, fields):
                     added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
                     have.add(d.step_id)
             if added:
                 out[s.step_id] = added
         return out
+
+    def _written(self, node: Step, field: str, dep: Dependency, cache: dict[tuple[str, ...], set[str]]) -> set[str]:
+        """The values of ``field`` of a node's input (the state) that ``dep``'s producer wrote there: those of
+        the part of the field its key names (``data.offers[0]``, one loop pass's offer in a state that also holds
+        the request; a leaf's key, ``data.offers[0].unit``, reads as the record holding it) and every other value
+        of the field its output holds (the next record of a list it wrote whole, a deadline it returned beside the
+        record); the whole field when its key names nothing deeper.  ``cache``: by node, part and producer."""
+        part = field if field == WHOLE_INPUT_KEY else _part_of(dep.key or field, node.input)
+        whole = cache.get((node.step_id, field))
+        if whole is None:
+            given = node.input if field == WHOLE_INPUT_KEY else node.input[field]
+            whole = cache[(node.step_id, field)] = {a.key for a in atoms(given) if not trivial(a)}
+        if part == field:
+            return whole
+        held = cache.get((node.step_id, part, dep.step_id))
+        if held is None:
+            named = {a.key for a in atoms(_value_at(part, node.input)) if not trivial(a)}
+            view = self.views[dep.step_id]
+            also = {a.key for a in atoms(node.input[field]) if a.key in whole - named and view.holds(a)}
+            held = cache[(node.step_id, part, dep.step_id)] = named | also
+        return held
 
     def _field_writers(self, node: Step, confidence: float = 0.9) -> list[Dependency]:
         """Edges keyed by the fields of a node's input (the state) that an earlier step returned under the same
