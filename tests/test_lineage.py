@@ -1042,6 +1042,21 @@ class TestReadsTheRecordingMissed:
             edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
             assert [(d.step_id, d.key) for d in edges["quote"]] == [("parse", "via data")], key
 
+    def test_a_writer_with_several_edges_hands_down_through_its_surest(self) -> None:
+        """A list writer linked to the node by a weak edge on one record and a sure one on another: a call given
+        a value of either is linked at the sure edge's confidence, whichever edge the node listed first."""
+        offers = [{"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"},
+                  {"name": "Sims", "unit": "B-19", "move_in": "2027-03-22"}]
+        run = _run(
+            _s("parse", "parse_offers", "other", 0, "{...}", offers),
+            Step("node", "letting", "agent", input={"data": {"request": {"task": "let"}, "offers": offers}},
+                 output={}, start_ns=2, end_ns=9,
+                 deps=(D("parse", "data", "inferred", 0.5, "data.offers[1]"), D("parse", "data", "inferred", 0.9, "data.offers[0]"))),
+            _s("quote", "quote_rent", "tool", 3, {"unit": "B-19"}, {"pence": 6000}, parent_id="node"),
+        )
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [(d.step_id, d.confidence) for d in edges["quote"]] == [("parse", 0.72)]
+
     def test_a_total_of_the_siblings_numbers_links_to_the_siblings_that_made_it(self) -> None:
         """A node that computed each lot's duty in its own step, then handed their sum (`duty_usd + excise_usd`
         of every lot, 21103.64) to the bond check: the check depends on every lot's computation, the one with

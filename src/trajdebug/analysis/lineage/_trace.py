@@ -450,7 +450,7 @@ class Lineage:
             mine -= made
             made |= self.views[s.step_id].out_keys
             added: list[Dependency] = []
-            for d in keyed:
+            for d in sorted(keyed, key=lambda d: -d.confidence):  # the surest of a writer's edges that hands it down
                 f = _field_of(d, parent.input)
                 if (
                     f is None
