@@ -65,12 +65,8 @@ from agents.tracing import Span, Trace, TracingProcessor
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
-from trajdebug.integrations._openai_agents_outcomes import (
-    NON_FATAL,
-    final_outputs,
-    raised_at_the_end,
-    span_errors,
-)
+from trajdebug.integrations._openai_agents_outcomes import final_outputs
+from trajdebug.sources.formats.agents_sdk import NON_FATAL, raised_at_the_end, span_errors
 from trajdebug.sources.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 
 
@@ -286,8 +282,9 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
         offered = steps[agent].attributes.get("tools") if agent else None
         if step.kind == "llm" and "llm.tools" not in step.attributes and offered:
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
-    errors = span_errors(ordered, steps, details)
-    raised_at_the_end(ordered, steps, owner, errors)
+    order = [sid for sid, _ in ordered]
+    errors = span_errors(order, steps, details)
+    raised_at_the_end(order, steps, owner, errors)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
     final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
