@@ -1074,10 +1074,12 @@ def _support(server: Any, *, tools: Any = (), max_turns: int = 10, app: trace.Tr
 
     if app is None:
         return asyncio.run(go())
+    from agents.exceptions import AgentsException
+
     with app.start_as_current_span("handle-request"):
         try:
             return asyncio.run(go())
-        except Exception:
+        except AgentsException:
             return "sorry, try later"
 
 
