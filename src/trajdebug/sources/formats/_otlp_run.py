@@ -61,9 +61,10 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
         _tool_call_edges(spans, fields)
     steps = {sid: Step(**f) for sid, f in fields.items()}
     roots = [s for s in spans if s.parent_id not in by_id]
+    agents_sdk_trace = not own and bool(roots) and all(r.scope in AGENTS_SDK_SCOPES for r in roots)
     if own:
         errors = _own_errors(spans)
-    elif roots and all(r.scope in AGENTS_SDK_SCOPES for r in roots):
+    elif agents_sdk_trace:
         errors = _agents_sdk_errors(spans, ids, steps)
     else:
         errors = _errors(spans, by_id, ids, steps)
@@ -84,13 +85,12 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
         outcome, reason = "incomplete", None
     else:
         failed = [steps[r.span_id] for r in roots if steps[r.span_id].status == "error"]
-        raised = [e for e in errors if e.stage == "failed"]
+        # An Agents SDK trace's top span ends OK whatever the run did: an error it failed tells instead.
+        raised = [e for e in errors if e.stage == "failed"] if agents_sdk_trace else []
         outcome = "failure" if failed or raised else "success"
         if failed:
             reason = failed[0].error.message if failed[0].error else "the root span failed"
         else:
-            # An error that failed the run though its top span ended OK (`_agents_sdk_errors`): its own text
-            # where it was last recorded before the run failed.
             reason = _raised_reason(raised[0], steps, ids) if raised else None
     ends = [s.end_ns for s in spans if s.end_ns is not None]
     run = Run(
