@@ -7,6 +7,7 @@ import base64
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -1163,6 +1164,32 @@ class TestOpenInferenceAgentsSDK:
         assert run.failure_reason == "Error running tool find: user database down"
         assert tool.error is not None and agent.error is not None
         assert tool.error.error_id == agent.error.error_id == err.error_id
+
+    @pytest.mark.parametrize("text", ["db down (non-fatal)", "X" * 50_000])
+    def test_a_raised_tools_own_text_never_reads_as_the_sdks_marker_nor_is_evaluated_whole(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path, text: str
+    ) -> None:
+        """The SDK's ``(non-fatal)`` marker counts in its own message only: a tool raising an exception whose text
+        says "(non-fatal)" fails the run, one error.  A 50 kB error text is taken as it is (not evaluated), still
+        one error propagated, and the reason is capped."""
+        from agents import function_tool
+
+        from trajdebug.sources.formats.agents_sdk import REASON_CAP
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        def raises(name: str) -> str:
+            """Find a user's id by name."""
+            raise RuntimeError(text)
+
+        tool = function_tool(raises, name_override="find", failure_error_function=None)
+        script = [Reply(tool_calls=(tool_call("find", {"name": "ana"}),)), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match=re.escape(text[:40])):
+            _support(server, tools=[tool])
+        run = _agents_run(agents_sdk, tmp_path)
+        [err] = run.errors
+        assert (run.outcome, [c.stage for c in err.stages]) == ("failure", ["occurred", "propagated", "failed"])
+        assert text[:40] in (run.failure_reason or "")
+        assert len(run.failure_reason or "") <= REASON_CAP + 3
 
     @pytest.mark.parametrize("case", ["arguments fed back", "tool error fed back", "model call retried"])
     def test_an_error_the_run_went_on_from_leaves_it_a_success(

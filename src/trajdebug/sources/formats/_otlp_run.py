@@ -395,11 +395,12 @@ def _errors(
             stages = [StageChange("occurred", sid, occurred)]
             cause = child_errors[0] if child_errors else None
             # Only an explicit signal counts as recovery here ("Error running tool
-            # (non-fatal)", OpenAI Agents via OpenInference); whether a caught error
+            # (non-fatal)", OpenAI Agents via OpenInference, in the SDK's own message, not in
+            # the exception's text its data carries); whether a caught error
             # was recovered or ignored is the lifecycle analysis' call.
             # ``exception.escaped`` is not used: the Python SDK writes "False" even
             # for exceptions that escaped.
-            if "non-fatal" in s.status_message or "non-fatal" in info.message:
+            if agents_sdk.non_fatal(_sdk_message(s.status_message)):
                 parent = ids.get(s.parent_id or "", sid)
                 stages.append(StageChange("recovered", parent, t, s.status_message or info.message))
             events[eid] = ErrorEvent(eid, sid, info.type, info.message, cause, tuple(stages))
@@ -432,6 +433,7 @@ def _agents_sdk_errors(spans: list[Span], ids: Mapping[str, str], steps: dict[st
     by_step: dict[str, Step] = {}
     owner: dict[str, str | None] = {}  # step -> its enclosing agent span (itself for an agent span)
     details: dict[str, str] = {}
+    sdk_messages: dict[str, str] = {}
     for s in spans:  # by start: a parent before its children
         sid = ids[s.span_id]
         step = by_step[sid] = steps[s.span_id]
@@ -439,20 +441,39 @@ def _agents_sdk_errors(spans: list[Span], ids: Mapping[str, str], steps: dict[st
         owner[sid] = sid if is_agent else owner.get(step.parent_id or "")
         if step.error is not None and (detail := _sdk_detail(step.error.message)) is not None:
             details[sid] = detail
+        if step.error is not None:
+            sdk_messages[sid] = _sdk_message(s.status_message)
     order = list(by_step)
-    events = agents_sdk.span_errors(order, by_step, details)
+    events = agents_sdk.span_errors(order, by_step, details, sdk_messages)
     agents_sdk.raised_at_the_end(order, by_step, owner, events)
     for s in spans:
         steps[s.span_id] = by_step[ids[s.span_id]]
     return sorted(events.values(), key=lambda e: e.stages[0].time_ns)
 
 
+SDK_DETAIL_CAP = 4096
+"""Longest status message whose data `_sdk_detail` reads as a Python literal (``ast.literal_eval`` takes about a
+second per 100 kB of untrusted text); a longer one is taken as it is."""
+
+
+def _sdk_message(status: str) -> str:
+    """The SDK's own message in OpenInference's status message (``message: data``, the data a dict or None):
+    the part the SDK wrote, without the data, whose error text is the exception's."""
+    own, sep, _ = status.partition(": {")
+    return own if sep else status.removesuffix(": None")
+
+
 def _sdk_detail(message: str) -> str | None:
     """A span error's own text (the SDK's ``data["error"]``) in OpenInference's status message, which writes the
-    SDK's error as ``message: data`` with the data as Python prints a dict; None when it holds none."""
+    SDK's error as ``message: data`` with the data as Python prints a dict; None when it holds none.  A message
+    longer than `SDK_DETAIL_CAP` is not evaluated: the text after the data's ``'error'`` key is taken as it is
+    (the key is written last by the SDK; quotes and escapes kept)."""
     _, sep, data = message.partition(": {")
-    if not sep or len(data) > 100_000:
+    if not sep:
         return None
+    if len(message) > SDK_DETAIL_CAP:
+        _, key, rest = data.rpartition("'error': ")
+        return rest.removesuffix("}").strip("'\"") or None if key else None
     try:
         value = ast.literal_eval("{" + data)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -467,7 +488,7 @@ def _raised_reason(e: ErrorEvent, steps: Mapping[str, Step], ids: Mapping[str, s
     by_step = {ids[k]: v for k, v in steps.items()}
     step = by_step.get(last.step_id or "")
     message = step.error.message if step is not None and step.error is not None else e.message
-    return _sdk_detail(message) or message
+    return agents_sdk.capped(_sdk_detail(message) or message)
 
 
 def _with_error_id(step: Step, eid: str) -> Step:

@@ -22,11 +22,28 @@ from trajdebug.core.model import ErrorEvent, StageChange, Step, replace
 NON_FATAL = "(non-fatal)"
 """Marker the SDK puts in a span error's message when the run went on (the error text went to the model)."""
 
+REASON_CAP = 2000
+"""Characters of an error's text a run's failure reason keeps (an exception's text can be any length)."""
 
-def span_errors(order: Sequence[str], steps: dict[str, Step], details: Mapping[str, str]) -> dict[str, ErrorEvent]:
+
+def non_fatal(sdk_message: str) -> bool:
+    """Whether the SDK marked a span error non-fatal: in its own message only (``SpanError.message``), never in
+    the error's data, whose text is the exception's and may say anything (``"db down (non-fatal)"``)."""
+    return NON_FATAL in sdk_message
+
+
+def capped(reason: str) -> str:
+    """A failure reason cut to `REASON_CAP` characters, an ellipsis marking the cut."""
+    return reason if len(reason) <= REASON_CAP else reason[:REASON_CAP] + "..."
+
+
+def span_errors(
+    order: Sequence[str], steps: dict[str, Step], details: Mapping[str, str], sdk_messages: Mapping[str, str]
+) -> dict[str, ErrorEvent]:
     """One event per error: an enclosing span reporting a descendant's error (its text within its own) is that
     error propagating.  ``details``: a span's error's own text (the SDK's ``data.error``) where it differs from
-    its message.  Sets each errored step's ``error_id``."""
+    its message; ``sdk_messages``: a span error's message as the SDK wrote it (``SpanError.message``, without
+    its data), the only text the `NON_FATAL` marker is read in.  Sets each errored step's ``error_id``."""
     events: dict[str, ErrorEvent] = {}
     parents = {sid: steps[sid].parent_id for sid in order}
     depth: dict[str, int] = {}
@@ -55,7 +72,7 @@ def span_errors(order: Sequence[str], steps: dict[str, Step], details: Mapping[s
             else:
                 eid = f"{sid}.0"
                 stages = [StageChange("occurred", sid, t)]
-                if NON_FATAL in s.error.message:
+                if non_fatal(sdk_messages.get(sid, "")):
                     # The SDK sent the error text to the model as the tool's result and the run went on.
                     stages.append(
                         StageChange(
@@ -191,4 +208,4 @@ def _same_error(inner: str, outer: str) -> bool:
     return bool(inner) and inner in outer
 
 
-__all__ = ["NON_FATAL", "in_tool", "last_agents", "raised_at_the_end", "root_of", "span_errors"]
+__all__ = ["NON_FATAL", "REASON_CAP", "capped", "in_tool", "last_agents", "non_fatal", "raised_at_the_end", "root_of", "span_errors"]
