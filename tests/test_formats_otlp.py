@@ -1191,6 +1191,26 @@ class TestOpenInferenceAgentsSDK:
         assert text[:40] in (run.failure_reason or "")
         assert len(run.failure_reason or "") <= REASON_CAP + 3
 
+    def test_of_parallel_tool_calls_that_both_raised_the_one_that_reached_the_agent_fails_the_run(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+    ) -> None:
+        """Two tool calls of one turn both raise: the SDK re-reports one on the agent span and Runner.run raises
+        it; the other error stays at its tool, unrecovered but not the run's failure."""
+        from agents import function_tool
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tools = [function_tool(_db_down, name_override=n, failure_error_function=None) for n in ("find", "find2")]
+        script = [Reply(tool_calls=(tool_call("find", {"name": "a"}), tool_call("find2", {"name": "b"}))), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="user database down"):
+            _support(server, tools=tools)
+        run = _agents_run(agents_sdk, tmp_path)
+        assert run.outcome == "failure"
+        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
+            ["occurred"],
+            ["occurred", "propagated", "failed"],
+        ]
+
     @pytest.mark.parametrize("case", ["arguments fed back", "tool error fed back", "model call retried"])
     def test_an_error_the_run_went_on_from_leaves_it_a_success(
         self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path, case: str

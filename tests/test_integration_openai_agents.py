@@ -289,6 +289,23 @@ class TestAgainstAFakeModelServer:
         [err] = run.errors
         assert (run.outcome, [c.stage for c in err.stages]) == ("failure", ["occurred", "propagated", "failed"])
 
+    def test_of_parallel_tool_calls_that_both_raised_the_one_that_reached_the_agent_fails_the_run(
+        self, processor: TrajdebugProcessor
+    ) -> None:
+        """Two tool calls of one turn both raise: the one the agent span re-reports fails the run, the other stays."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tools = [function_tool(_raise_db_down, name_override=n, failure_error_function=None) for n in ("a", "b")]
+        script = [Reply(tool_calls=(tool_call("a", {"name": "x"}), tool_call("b", {"name": "y"}))), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="user database down"):
+            _run_agent(server, "who?", tools=tools)
+        run = processor.to_run()
+        assert run.outcome == "failure"
+        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
+            ["occurred"],
+            ["occurred", "propagated", "failed"],
+        ]
+
     def test_a_model_error_fails_the_run(self, processor: TrajdebugProcessor) -> None:
         """An HTTP error from the model is one error at the model step that failed the run."""
         from trajdebug.testing import FakeModelServer, Reply

@@ -139,13 +139,17 @@ def raised_at_the_end(
     raises it; OpenInference's instrumentation ends the trace's top span with status OK whatever the run
     did.  The trace still tells: the error is unrecovered (not the SDK's non-fatal error fed back to the
     model), it is in the agent that ended the run, and no model call of that agent started after it (a
-    run that went on after an error calls the model again, as after a model call the SDK retried).
+    run that went on after an error calls the model again, as after a model call the SDK retried).  When
+    another unrecovered error reached the agent span itself (parallel tool calls that both raised), that one
+    is what ``Runner.run`` raised, and the error that stayed below it does not fail the run.
     """
     last_agent = last_agents(order, steps, owner)
     llm_starts: dict[str, list[int]] = {}  # agent span -> its model steps' starts
     for sid in order:
         if steps[sid].kind == "llm" and owner.get(sid) is not None:
             llm_starts.setdefault(str(owner[sid]), []).append(steps[sid].start_ns)
+    # Agent spans an unrecovered error reached (re-reported there): what Runner.run raised is that error.
+    reached = {c.step_id for e in events.values() if e.stage != "recovered" for c in e.stages[1:]}
     for eid, e in list(events.items()):
         if e.stage in ("recovered", "failed"):
             continue
@@ -156,6 +160,8 @@ def raised_at_the_end(
         agent = last_agent.get(root)
         if agent is None or owner.get(at) != agent or root == at:
             continue
+        if agent in reached and at != agent:
+            continue  # another error (a parallel call's) reached the agent span: that one is what left the run
         ended = steps[e.step_id].end_ns or steps[e.step_id].start_ns
         if any(start >= ended for start in llm_starts.get(agent, ())):
             continue
