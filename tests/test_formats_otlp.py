@@ -1299,3 +1299,13 @@ class TestOpenInferenceAgentsSDK:
         run = _agents_run(agents_sdk, tmp_path)
         assert result.final_output == "The id is u-3ana."
         assert (run.outcome, run.errors) == ("success", ())
+
+
+def test_a_long_agents_sdk_status_without_an_error_key_holds_no_error_text() -> None:
+    """Past the evaluation cap, a status message whose data has no 'error' key yields no text of its own (not the
+    whole data), and one that has it yields that key's text."""
+    from trajdebug.sources.formats._otlp_run import SDK_DETAIL_CAP, _sdk_detail
+
+    pad = "x" * SDK_DETAIL_CAP
+    assert _sdk_detail("Error running tool: {'note': '" + pad + "'}") is None
+    assert _sdk_detail("Error running tool: {'note': '" + pad + "', 'error': 'db down'}") == "db down"

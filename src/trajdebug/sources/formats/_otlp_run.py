@@ -439,10 +439,10 @@ def _agents_sdk_errors(spans: list[Span], ids: Mapping[str, str], steps: dict[st
         step = by_step[sid] = steps[s.span_id]
         is_agent = step.kind == "agent" and sc.agent_name(s.attrs) is not None  # not the trace's own top span
         owner[sid] = sid if is_agent else owner.get(step.parent_id or "")
-        if step.error is not None and (detail := _sdk_detail(step.error.message)) is not None:
-            details[sid] = detail
         if step.error is not None:
             sdk_messages[sid] = _sdk_message(s.status_message)
+            if (detail := _sdk_detail(step.error.message)) is not None:
+                details[sid] = detail
     order = list(by_step)
     events = agents_sdk.span_errors(order, by_step, details, sdk_messages)
     agents_sdk.raised_at_the_end(order, by_step, owner, events)
@@ -473,7 +473,7 @@ def _sdk_detail(message: str) -> str | None:
         return None
     if len(message) > SDK_DETAIL_CAP:
         _, key, rest = data.rpartition("'error': ")
-        return rest.removesuffix("}").strip("'\"") or None if key else None
+        return (rest.removesuffix("}").strip("'\"") or None) if key else None
     try:
         value = ast.literal_eval("{" + data)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
