@@ -10,7 +10,6 @@ the renderers look for (`CAUGHT`).
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -255,7 +254,8 @@ def handed_to(message: str, raised: Step, later: list[Step], texts: dict[str, st
     # The first step that started after it, found by bisection: scanning the run's earlier steps for it cost
     # the run's length per error (a tool loop with a failure every few tickets: quadratic in the run).
     start = bisect.bisect_left(later, after, key=_start) if len(text) >= 4 else len(later)
-    for t in itertools.islice(later, start, None):
+    for i in range(start, len(later)):  # (`itertools.islice` would step through the skipped steps one by one)
+        t = later[i]
         if t.step_id == raised.step_id:
             continue
         if t.step_id not in texts:
