@@ -1,0 +1,54 @@
+"""Routes: a step whose answer is the name of the step that ran next after it chose that step.
+
+A router (a LangGraph conditional edge's function, a dispatcher answering the next node's name) answers a name
+of the program, chosen among the routes its code knows, never a value copied from what it was given.  The
+grounded check (`_invariants.py`) holds a field to the values the step was given when its other calls or its
+passing runs always answered one of them: a loop's router answering ``tools`` while the prompt says "use the
+tools" was given that word by chance, and its last call, leaving the loop for ``draft_quote``, is no value made
+up.  A route taken is judged by what it led to (`inference.control_edges` links the chosen step to it) and, with
+passing runs, by `reference:category` (a route they never took); `chose_next` lets the grounded check skip it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from trajdebug.analysis.inference._control import _chosen, _words
+from trajdebug.core.model import Step
+
+
+def chose_next(step: Step, steps: Mapping[str, Step] | None, value: str) -> bool:
+    """Whether ``value``, a name the step's answer chose (the whole answer as one name, or a one-name text of a
+    flat mapping), names by its words the first step that started after the step ended and is not inside it.
+
+    Empty without the run's steps (nothing tells what ran next).  A name the step was given is still a name it
+    answered: whether it was copied is what the grounded check asks, and a route is never copied."""
+    if steps is None or value not in _chosen(step.output):
+        return False
+    want = _words(value)
+    if not want:
+        return False
+    nxt = _next_outside(step, steps)
+    return nxt is not None and _words(nxt.name) == want
+
+
+def _next_outside(step: Step, steps: Mapping[str, Step]) -> Step | None:
+    """The first step after ``step`` in run order that started once it ended and that it does not enclose."""
+    seen = False
+    inside = {step.step_id}
+    for t in steps.values():
+        if t.step_id == step.step_id:
+            seen = True
+            continue
+        if not seen:
+            continue
+        if t.parent_id in inside:
+            inside.add(t.step_id)
+            continue
+        if step.end_ns is not None and t.start_ns and t.start_ns < step.end_ns:
+            continue
+        return t
+    return None
+
+
+__all__ = ["chose_next"]
