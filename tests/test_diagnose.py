@@ -339,6 +339,47 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
+    def test_a_number_a_nodes_code_worked_out_has_no_shape_to_be_swapped_by(self) -> None:
+        """A graph node with no model of its own that books trucks for the barrels its loads add up to hands the
+        tool a number no step wrote: its code worked it out.  A bare number has the shape of every number upstream,
+        so it is no value put in another's place; an id of the shape of one given upstream still is (rev55)."""
+
+        def run_of(**args: Any) -> Run:
+            return _run(
+                Step("m", "ChatOpenAI", "llm", output={"role": "assistant", "content": "harvest N-01 and N-02"}),
+                Step("h", "harvest", "agent", output={"loads": [{"bed": "N-01", "barrels": 672},
+                                                                 {"bed": "N-02", "barrels": 588},
+                                                                 {"bed": "N-03", "barrels": 840}]}),
+                Step("b", "book_trucks", "agent", input={"contract": "C-120"}),
+                Step("t", "truck_booking", "tool", parent_id="b", input={"contract": "C-120", **args},
+                     deps=(D("h"),)),
+            )
+
+        assert not [e for e in _from(_verdict(run_of(barrels=2100), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of(bed="N-09"), "t"), "tool-arguments"))
+
+    def test_a_tool_at_the_top_level_of_a_tracked_run_was_called_by_the_runs_code(self) -> None:
+        """In a run whose recorder tracked its values (recorded edges), a tool at the top level was called by the
+        run's own code: a key it was given that no step wrote (``plan``) is the code's constant, unless a model's
+        answer named the tool.  In a trace with no tracked value, who called a top-level tool is unknown: the same
+        key found nowhere is still named (rev55)."""
+        plan = {"tasks": ["check_paperwork", "book_cremator"], "date": "2026-12-17"}
+
+        def run_of(said: str, tracked: bool) -> Run:
+            deps = (Dependency("p", "data", "recorded"),) if tracked else ()
+            return _run(
+                Step("m", "plan_service", "llm", input={"ref": "D-6211"}, output=said),
+                Step("p", "parse_plan", "parse", input={"text": said}, output=plan),
+                Step("t", "memory_write", "tool", input={"key": "plan", "value": plan}, output={"stored": "plan"},
+                     deps=deps),
+            )
+
+        said = json.dumps(plan)
+        assert not [e for e in _from(_verdict(run_of(said, True), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of(said, False), "t"), "tool-arguments"))
+        asked = json.dumps({**plan, "next": "memory_write"})
+        assert any(not e.sound for e in _from(_verdict(run_of(asked, True), "t"), "tool-arguments"))
+
     def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
         """A finish ``AT`` written where the record upstream says ``ZN`` contradicts it, though the letters "at"
         occur inside an upstream word ("batch"); written upstream as a word of its own, it is a choice. A number

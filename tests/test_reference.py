@@ -2969,3 +2969,42 @@ def test_a_new_stamp_a_later_step_was_handed_is_a_changed_answer() -> None:
     named = Step("n", "check", input={}, start_ns=5, end_ns=6, status="error",
                  error=ErrorInfo("ValueError", f"reading at {stamp} is older than the order"))
     assert not _volatile_only(fetch, {"f": fetch, "n": named}, now, {old: ""})
+
+
+def _router_run(last: str, then: str) -> Run:
+    """A graph's tool loop: a model node whose router (a conditional edge's function, run inside the node)
+    answers ``tools`` four times, a word of the system prompt it was handed, then ``last``; the step named
+    ``then`` runs after the last pass."""
+    prompt = {"role": "system", "content": "Price the repair. Use the tools, then answer the quote."}
+    steps: list[Step] = []
+    for i in range(5):
+        node = Step(f"n{i}", "estimator", "agent", input={"messages": [prompt]}, output={"pass": i},
+                    start_ns=10 * i, end_ns=10 * i + 5)
+        route = Step(f"r{i}", "more_tools", "other", parent_id=f"n{i}", input={"messages": [prompt], "pass": i},
+                     output="tools" if i < 4 else last, start_ns=10 * i + 1, end_ns=10 * i + 2)
+        after = Step(f"t{i}", "tools" if i < 4 else then, "agent", input={"pass": i}, output={"pass": i},
+                     start_ns=10 * i + 6, end_ns=10 * i + 8)
+        steps += [node, route, after]
+    return Run("r1", "roof-quotes", 0, 99, "failure", steps=tuple(steps))
+
+
+def _route_grounded(run: Run) -> list[str]:
+    lin, within = Lineage(run), {s.step_id: s for s in run.steps}
+    found = violations(within["r4"], lin.view("r4"), sibling_profiles(run, lin)["r4"], within=within)
+    return [e.reason for e in found if e.diagnoser.endswith(":grounded")]
+
+
+def test_a_route_a_router_took_out_of_its_loop_is_no_value_made_up() -> None:
+    """A router whose every pass answered a name it was handed by chance (``tools``, a word of the prompt) and
+    whose last pass names the step that ran next (``draft_quote``, leaving the loop) chose a route of the program:
+    no value it should have copied.  The same answer with another step run next is still a value it was not given."""
+    assert not _route_grounded(_router_run("draft_quote", "draft_quote"))
+    assert any("draft_quote" in r for r in _route_grounded(_router_run("draft_quote", "price_quote")))
+
+
+def test_a_model_naming_the_step_that_ran_next_is_still_held_to_what_it_was_told() -> None:
+    """A model's answer naming the next step is a pick among the routes its prompt told it of: one it was not
+    told of is still ungrounded (`chose_next` reads code's routes only)."""
+    run = _router_run("draft_quote", "draft_quote")
+    steps = tuple(dataclasses.replace(s, kind="llm") if s.name == "more_tools" else s for s in run.steps)
+    assert any("draft_quote" in r for r in _route_grounded(dataclasses.replace(run, steps=steps)))

@@ -21,10 +21,10 @@ def chose_next(step: Step, steps: Mapping[str, Step] | None, value: str) -> bool
     """Whether ``value``, a name the step's answer chose (the whole answer as one name, or a one-name text of a
     flat mapping), names by its words the first step that started after the step ended and is not inside it.
 
-    Empty without the run's steps (nothing tells what ran next).  A name the step was given is still a name it
-    answered: whether it was copied is what the grounded check asks, and a route is never copied."""
-    if steps is None or value not in _chosen(step.output):
-        return False
+    Never a model's answer: a model told of its routes picks among names its prompt gave, and one it was not
+    told of is the wrong pick the check is for.  False without the run's steps (nothing tells what ran next)."""
+    if steps is None or step.kind == "llm" or value not in _chosen(step.output):
+        return False  # (a model choosing a route is asked what it was told of: its pick is checked)
     want = _words(value)
     if not want:
         return False
