@@ -85,6 +85,28 @@ class TestOrigins:
         [paris] = [a for a in lin.view("s").outputs if a.field == "city"]
         assert lin.origin(paris, before=2).step_id is None
 
+    def test_a_store_read_answering_a_record_a_write_was_handed_introduces_none_of_it(self) -> None:
+        """A memory read given a key answers, whole, the record a memory write was handed: the values came
+        from the run (the request's date), not from the read, though its input (the key) holds none of them.
+        A read answering another record (a date no write was handed) still introduced it (rev55)."""
+
+        def run_of(answer: dict[str, Any]) -> Run:
+            plan = {"date": "2026-12-17", "chapel": "West Chapel"}
+            return _run(
+                _s("u", "request", "input", 1, {"date": "2026-12-17"}, {"date": "2026-12-17"}),
+                _s("p", "plan", "llm", 3, {"date": "2026-12-17"}, json.dumps(plan), "u"),
+                _s("w", "memory_write", "tool", 5, {"key": "plan", "value": plan}, {"stored": "plan"}, "p"),
+                _s("r", "memory_read", "tool", 7, {"key": "plan"}, answer, "w"),
+                _s("h", "hold_chapel", "tool", 9, dict(answer), None, "r"),
+            )
+
+        lin = Lineage(run_of({"date": "2026-12-17", "chapel": "West Chapel"}))
+        [day] = [a for a in lin.view("h").inputs if a.field == "date"]
+        assert lin.origin(day, before=4).step_id is None
+        lin = Lineage(run_of({"date": "2026-12-18", "chapel": "West Chapel"}))
+        [day] = [a for a in lin.view("h").inputs if a.field == "date"]
+        assert lin.origin(day, before=4).step_id == "r"
+
     def test_a_value_the_outermost_step_was_given_by_name_has_no_origin_step(self) -> None:
         """A graph's initial state (the outermost step's input) gave ``B: 5``: a tool inside stating 5 under another
         name (``minutes``) did not introduce it; a 5 the failing step got under that other name still came from the tool."""
