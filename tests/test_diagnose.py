@@ -339,10 +339,11 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
-    def test_a_number_a_nodes_code_worked_out_has_no_shape_to_be_swapped_by(self) -> None:
+    def test_a_total_a_nodes_code_added_up_comes_from_upstream(self) -> None:
         """A graph node with no model of its own that books trucks for the barrels its loads add up to hands the
-        tool a number no step wrote: its code worked it out.  A bare number has the shape of every number upstream,
-        so it is no value put in another's place; an id of the shape of one given upstream still is (rev55)."""
+        tool a number no step wrote: the total of one field over every record of an upstream list, which its code
+        added up.  Another number found nowhere (of the shape of every number upstream) or an id of the shape of
+        one given upstream is still named (rev55)."""
 
         def run_of(**args: Any) -> Run:
             return _run(
@@ -356,6 +357,7 @@ class TestToolCalls:
             )
 
         assert not [e for e in _from(_verdict(run_of(barrels=2100), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of(barrels=2150), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of(bed="N-09"), "t"), "tool-arguments"))
 
     def test_a_tool_at_the_top_level_of_a_tracked_run_was_called_by_the_runs_code(self) -> None:
