@@ -339,27 +339,6 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
-    def test_a_total_a_nodes_code_added_up_comes_from_upstream(self) -> None:
-        """A graph node with no model of its own that books trucks for the barrels its loads add up to hands the
-        tool a number no step wrote: the total of one field over every record of an upstream list, which its code
-        added up.  Another number found nowhere (of the shape of every number upstream) or an id of the shape of
-        one given upstream is still named (rev55)."""
-
-        def run_of(**args: Any) -> Run:
-            return _run(
-                Step("m", "ChatOpenAI", "llm", output={"role": "assistant", "content": "harvest N-01 and N-02"}),
-                Step("h", "harvest", "agent", output={"loads": [{"bed": "N-01", "barrels": 672},
-                                                                 {"bed": "N-02", "barrels": 588},
-                                                                 {"bed": "N-03", "barrels": 840}]}),
-                Step("b", "book_trucks", "agent", input={"contract": "C-120"}),
-                Step("t", "truck_booking", "tool", parent_id="b", input={"contract": "C-120", **args},
-                     deps=(D("h"),)),
-            )
-
-        assert not [e for e in _from(_verdict(run_of(barrels=2100), "t"), "tool-arguments") if not e.sound]
-        assert any(not e.sound for e in _from(_verdict(run_of(barrels=2150), "t"), "tool-arguments"))
-        assert any(not e.sound for e in _from(_verdict(run_of(bed="N-09"), "t"), "tool-arguments"))
-
     def test_a_tool_at_the_top_level_of_a_tracked_run_was_called_by_the_runs_code(self) -> None:
         """In a run whose recorder tracked its values (recorded edges), a tool at the top level was called by the
         run's own code: a key it was given that no step wrote (``plan``) is the code's constant, unless a model's

@@ -40,8 +40,6 @@ def computed(v: Any, ups: Iterable[Any]) -> bool:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return False
     for u in ups:
-        if _totalled(v, u):
-            return True
         nums = [
             x
             for _, x in content.decoded_leaves(u)
@@ -54,32 +52,6 @@ def computed(v: Any, ups: Iterable[Any]) -> bool:
                 if any(math.isclose(v, w, rel_tol=1e-9) for w in (a + b, a * b)):
                     return True
     return False
-
-
-_TOTAL_DEPTH = 3
-"""How deep in an upstream answer the lists whose records a total adds up are looked for."""
-
-
-def _totalled(v: float, up: Any, depth: int = 0) -> bool:
-    """Whether a number is the total of one numeric field over every record of a list of two or more records in
-    an upstream answer (the barrels of a harvest's four loads, booked as one truck order): the code that calls
-    the tool added them up.  One total per list and field, so a chance match is rare, unlike a pair's sum."""
-    if depth > _TOTAL_DEPTH:
-        return False
-    if isinstance(up, Mapping):
-        return any(_totalled(v, x, depth + 1) for x in up.values())
-    if not isinstance(up, list):
-        return False
-    records = [r for r in up if isinstance(r, Mapping)]
-    if len(records) >= 2 and len(records) == len(up):
-        fields = set(records[0]).intersection(*records[1:])
-        for f in fields:
-            xs = [r[f] for r in records]
-            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs) and math.isclose(
-                v, math.fsum(xs), rel_tol=1e-9
-            ):
-                return True
-    return any(_totalled(v, x, depth + 1) for x in up if isinstance(x, (Mapping, list)))
 
 
 def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
