@@ -2323,11 +2323,13 @@ class TestLookedUp:
 class TestLoopKeys:
     def test_a_loop_key_another_call_of_the_tool_echoed_is_no_made_up_argument(self) -> None:
         """A code loop's next call of a tool, keyed by the field the earlier call was given and echoed (hive H-12,
-        then H-19), gets no "comes from no upstream output" finding for that key; another unseen field still does."""
+        then H-19), gets no "comes from no upstream output" finding for that key; another unseen field still does.
+        (The edges are inferred, an imported trace's: at the top level of a run whose values were tracked, the
+        run's own code called the tool and its unseen values are its constants, rev55.)"""
         plan = Step("p", "model", "llm", start_ns=1, end_ns=2, input="inspect the north apiary", output={"apiary": "north"})
         first = Step("a", "inspect_hive", "tool", start_ns=3, end_ns=4, input={"hive": "H-12", "apiary": "north"},
-                     output={"hive": "H-12", "apiary": "north", "frames": 9}, deps=(D("p"),))
-        later = {"start_ns": 5, "end_ns": 6, "deps": (D("a"),)}
+                     output={"hive": "H-12", "apiary": "north", "frames": 9}, deps=(D("p", origin="inferred"),))
+        later = {"start_ns": 5, "end_ns": 6, "deps": (D("a", origin="inferred"),)}
         run = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "north"}, **later))
         assert not [e for e in _from(_verdict(run, "b"), "tool-arguments") if e.suspicion > 0]
         odd = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "east"}, **later))
