@@ -74,45 +74,6 @@ class Origin:
 
 _WORDS = re.compile(r"[\w][\w-]*")
 
-_RECORD_CHARS = 20000
-"""A record longer than this, as text, is not compared (`read_back`)."""
-
-
-def _record_key(value: Any) -> str | None:
-    """A record's canonical text: a mapping or a list of two values or more, keys sorted; None for anything
-    else (a scalar, an empty or one-value record, one too long to compare)."""
-    if not isinstance(value, (dict, list)) or _leaves(value, 2) < 2:
-        return None
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return None
-    return text if len(text) <= _RECORD_CHARS else None
-
-
-def _leaves(value: Any, enough: int) -> int:
-    """How many scalar values a record holds, counted up to ``enough``."""
-    if not isinstance(value, (dict, list)):
-        return 0 if value is None or value == "" else 1
-    n = 0
-    for v in value.values() if isinstance(value, dict) else value:
-        n += _leaves(v, enough - n)
-        if n >= enough:
-            break
-    return n
-
-
-def _parts(value: Any) -> Iterable[str]:
-    """The canonical texts of a step's input and of its top-level values: the records it was handed."""
-    whole = _record_key(value)
-    if whole is not None:
-        yield whole
-    if isinstance(value, dict):
-        for v in value.values():
-            k = _record_key(v)
-            if k is not None:
-                yield k
-
 
 class Lineage:
     """The value lineage of one run.
@@ -138,7 +99,6 @@ class Lineage:
         self.steps = run.steps
         self._words: dict[str, list[int]] | None = None
         self._given: dict[tuple[str, str], int] | None = None
-        self._handed: dict[str, int] | None = None  # a record's canonical text -> the first step handed it (`read_back`)
         self._seen = seen_index(self.views[s.step_id] for s in run.steps)  # (`held_before`)
         self._parent = {s.step_id: s.parent_id for s in run.steps}
         self._holders: dict[str, list[int]] = {}
@@ -188,8 +148,6 @@ class Lineage:
             if atom.key not in view.out_keys and not view.holds(atom):
                 continue  # a span's number, and the value is no span (``15%`` beside a ``15m`` window)
             if not view.given(atom):
-                if self.read_back(p):
-                    return Origin(None, atom)  # it answered a record a step before it was handed: a store read back
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
                 consumer = self.views[self.steps[before].step_id] if before < len(self.steps) else None
                 if self._caller_gave_instead(atom, produced, before) or held_before(
@@ -198,21 +156,6 @@ class Lineage:
                     return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))
         return Origin(None, atom)
-
-    def read_back(self, at: int) -> bool:
-        """Whether the step at ``at`` answered, whole, a record an earlier step (not one enclosing it) was handed:
-        a memory read answering what a memory write stored, a cache read answering what a put was given.  The
-        record was in the run before it: the reader introduced none of its values, though its recorded input (a
-        key) holds none of them.  Only a record of two values or more (a mapping, or a list), compared whole:
-        one value equal to an earlier one is a chance a record is not."""
-        if self._handed is None:
-            self._handed = {}
-            for i, s in enumerate(self.steps):
-                for part in _parts(s.input):
-                    self._handed.setdefault(part, i)
-        key = _record_key(self.steps[at].output)
-        first = self._handed.get(key) if key is not None else None
-        return first is not None and first < at and self.steps[first].step_id not in _ancestors(self.steps[at].step_id, self._parent)
 
     def _caller_gave_instead(self, atom: Atom, produced: Atom, before: int) -> bool:
         """Whether the would-be origin states the value under another name than the consumer holds it by, and the
