@@ -36,6 +36,7 @@ from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _reco
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.sources.load import load_runs
+from trajdebug.testing import capture_runs, deterministic
 
 
 D = Dependency
@@ -3008,3 +3009,45 @@ def test_a_model_naming_the_step_that_ran_next_is_still_held_to_what_it_was_told
     run = _router_run("draft_quote", "draft_quote")
     steps = tuple(dataclasses.replace(s, kind="llm") if s.name == "more_tools" else s for s in run.steps)
     assert any("draft_quote" in r for r in _route_grounded(dataclasses.replace(run, steps=steps)))
+
+
+def _triage_run(label: str, ticket: str, fail: bool) -> Run:
+    """A ticket desk: a model labels the ticket, a code router passes a known label on as the desk to run next
+    and falls back to ``billing`` for any other (the bug), the desk answers."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": label}
+
+    @trajdebug.step(kind="condition")
+    def route(c: dict[str, str]) -> str:
+        return c["label"] if c["label"] in ("billing", "tech") else "billing"
+
+    @trajdebug.step(kind="tool")
+    def billing(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "billing", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def tech(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "tech", "reply": "reinstall the app"}
+
+    with deterministic(), capture_runs() as runs, trajdebug.run("triage", task="handle ticket") as r:
+        desk = route(classify("the app crashes on start"))
+        (billing if desk == "billing" else tech)(ticket)
+        if fail:
+            r.fail(f"ticket {ticket} about an app crash was answered by the billing desk")
+    (run,) = runs
+    return run
+
+
+def test_a_router_making_up_a_route_its_passing_runs_were_always_given_is_confidently_blamed() -> None:
+    """Passing runs' router always passed on the label it was given (``billing``, ``tech``); the failing run's
+    fell back to ``billing``, given nothing saying so (the model said ``Tech``).  Though ``billing`` names the
+    step that ran next, held to those passing runs it is a made-up route: `reference:grounded` keeps it, and the
+    router is blamed with confidence (review rev55a)."""
+    refs = [_triage_run(lab, f"T-{i}", False) for i, lab in enumerate(("billing", "tech", "billing", "tech"), 1)]
+    a = analyze(_triage_run("Tech", "T-9", True), references=refs)
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.name == "route")
+    assert "reference:grounded" in top.signals
+    assert a.verdict == "confident"

@@ -296,9 +296,13 @@ def _field_checks(
     # name no input holds: it walks the run's earlier model calls).
     operands = operand_view(view)
     # A route the step took (its answer names the step that ran next: a router's) is a name of the program,
-    # chosen, never copied (`chose_next`).
+    # chosen, never copied (`chose_next`), against the step's other calls (a loop's router answering a word of
+    # its prompt by chance).  Against passing runs it is skipped only where their answers of the step were not
+    # given to it at least once, and then `fs.grounded < fs.n` already holds the check back: a router whose
+    # passing runs always passed on a given label and that now made its route up (a fallback) keeps the finding.
     bad = next((a for a in atoms if not operands.given(a) and not picked_first(step, run, f, a.raw)
-                and not worked_out(view, a) and not _unsigned(view, a) and not chose_next(step, run, str(a.raw))),
+                and not worked_out(view, a) and not _unsigned(view, a)
+                and not (siblings and chose_next(step, run, str(a.raw)))),
                None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
         yield _ungrounded(step, f, fs, bad)

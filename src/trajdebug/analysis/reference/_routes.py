@@ -6,30 +6,51 @@ grounded check (`_invariants.py`) holds a field to the values the step was given
 passing runs always answered one of them: a loop's router answering ``tools`` while the prompt says "use the
 tools" was given that word by chance, and its last call, leaving the loop for ``draft_quote``, is no value made
 up.  A route taken is judged by what it led to (`inference.control_edges` links the chosen step to it) and, with
-passing runs, by `reference:category` (a route they never took); `chose_next` lets the grounded check skip it.
+passing runs, by `reference:category` (a route they never took); `chose_next` lets the grounded check of the step's
+own calls skip it.  Held to passing runs whose answers of that step were each given to it (a router that always
+passed on a given label), a route it was not given is the made-up fallback the check is for (review rev55a).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from trajdebug.analysis.inference._control import _chosen, _words
+from trajdebug.analysis.inference._control import _NAME, _words
 from trajdebug.core.model import Step
 
 
 def chose_next(step: Step, steps: Mapping[str, Step] | None, value: str) -> bool:
     """Whether ``value``, a name the step's answer chose (the whole answer as one name, or a one-name text of a
-    flat mapping), names by its words the first step that started after the step ended and is not inside it.
+    flat mapping with one text field), names by its words the first step that started after the step ended and is
+    not inside it.
 
     Never a model's answer: a model told of its routes picks among names its prompt gave, and one it was not
     told of is the wrong pick the check is for.  False without the run's steps (nothing tells what ran next)."""
-    if steps is None or step.kind == "llm" or value not in _chosen(step.output):
+    if steps is None or step.kind == "llm" or value != _route(step.output):
         return False  # (a model choosing a route is asked what it was told of: its pick is checked)
     want = _words(value)
     if not want:
         return False
     nxt = _next_outside(step, steps)
     return nxt is not None and _words(nxt.name) == want
+
+
+def _route(output: Any) -> str | None:
+    """The name the answer chose: the whole answer as one name, or the one text field of a flat mapping
+    (a router's ``{"path": "tools"}``) when that text is one name; None for anything else (a list of names is a
+    plan, a mapping of several texts a record)."""
+    if isinstance(output, Mapping):
+        if any(isinstance(v, (Mapping, list, tuple)) for v in output.values()):
+            return None  # not flat
+        texts = [v for v in output.values() if isinstance(v, str)]
+        if len(texts) != 1:
+            return None
+        output = texts[0]
+    if not isinstance(output, str):
+        return None
+    name = output.strip()
+    return name if _NAME.match(name) else None
 
 
 def _next_outside(step: Step, steps: Mapping[str, Step]) -> Step | None:
