@@ -90,7 +90,10 @@ development suites since).  ``suite_zzx`` and ``suite_zzy`` (written blind and f
 once held out at 13:18 UTC on 9ad6b575, the last round's final analysis: development suites since).  ``suite_zzz``
 and ``suite_zzza`` (written blind and frozen on 2026-12-06 at 13:42 and 13:46 UTC, scored once held out at 16:03 UTC
 on 20b1403c, the last round's final analysis: development suites since).  ``suite_zzzb`` and ``suite_zzzc`` (written
-blind this round) are held out
+blind and frozen on 2026-12-06 at 16:25 and 16:40 UTC, scored once held out at 18:17-18:18 UTC on c93d64db, the
+round's final analysis: development suites since).  ``suite_zzzd`` and ``suite_zzze`` (written blind and frozen
+at 17:07 and 17:25 UTC, scored once held out at 18:55-18:56 UTC on 79545659, the last round's final analysis:
+development suites since).  ``suite_zzzf`` and ``suite_zzzg`` (written blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -114,8 +117,12 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzc": "held out (written blind on 2026-12-06 in round 55; not yet scored: the next round's first measure, with suite_zzzb)",
-    "suite_zzzb": "held out (written blind on 2026-12-06 in round 55; not yet scored: the next round's first measure, with suite_zzzc)",
+    "suite_zzzg": "held out (written blind on 2026-12-06 in round 56; not yet scored: the next measure, with suite_zzzf)",
+    "suite_zzzf": "held out (written blind on 2026-12-06 in round 56; not yet scored: the next measure, with suite_zzzg)",
+    "suite_zzze": "development (scored once held out on 2026-12-06 at 18:56 UTC on 79545659; its misses not yet studied)",
+    "suite_zzzd": "development (scored once held out on 2026-12-06 at 18:55 UTC on 79545659; its misses not yet studied)",
+    "suite_zzzc": "development (scored once held out on 2026-12-06 at 18:17 UTC on c93d64db; its misses not yet studied)",
+    "suite_zzzb": "development (scored once held out on 2026-12-06 at 18:18 UTC on c93d64db; its misses not yet studied)",
     "suite_zzza": "development (scored once held out on 2026-12-06 at 16:03 UTC on 20b1403c; its misses not yet studied)",
     "suite_zzz": "development (scored once held out on 2026-12-06 at 16:03 UTC on 20b1403c; its misses not yet studied)",
     "suite_zzy": "development (scored once held out on 2026-12-06 at 13:18 UTC on 9ad6b575; its misses not yet studied)",

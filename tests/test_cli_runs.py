@@ -196,6 +196,20 @@ def test_report_without_run_writes_the_newest_failed_run_and_says_so(tmp_path: P
     assert "newest failed" in invoke("report", "--help")
 
 
+def test_show_step_takes_a_step_as_listings_print_it(tmp_path: Path) -> None:
+    """`--step search#000002`, the name and id suffix `analyze` and `show` print, selects that one call of the step."""
+    path = tmp_path / "r.jsonl"
+    with trajdebug.run("t", path=path):
+        for city in ("Lyon", "Nice"):
+            with trajdebug.step("search", kind="tool") as s:
+                s.output = f"hotels in {city}"
+    tree = invoke("show", str(path))
+    printed = "search#" + tree.split("search#")[2][:6]
+    out = invoke("show", str(path), "--step", printed)
+    assert "hotels in Nice" in out and "hotels in Lyon" not in out
+    invoke("show", str(path), "--step", "other#" + printed.split("#")[1], code=1)
+
+
 def test_show_lists_a_sources_runs_newest_first_as_runs_does(tmp_path: Path) -> None:
     """`show SOURCE` prints every run newest first (the order of `runs`), and its help says so."""
     src, bad, good = _passing_after_failing(tmp_path)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.util
 import json
+import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -1001,3 +1004,308 @@ class TestSpanFields:
 
 def _raise() -> None:
     raise ValueError("empty")
+
+
+# -- OpenInference on the OpenAI Agents SDK --------------------------------------------
+
+
+@pytest.fixture
+def agents_sdk() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """openinference-instrumentation-openai-agents as the SDK's only trace processor, exporting into memory;
+    the SDK's processors are restored after.  Missing, it fails in CI and skips elsewhere."""
+    pytest.importorskip("agents", reason="openai-agents is not installed")
+    try:
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    except ImportError:
+        message = "openinference-instrumentation-openai-agents is not installed (the dev extra installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from agents.tracing import get_trace_provider, set_trace_processors
+
+    saved = list(get_trace_provider()._multi_processor._processors)  # type: ignore[attr-defined]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield provider, exporter
+    instrumentor.uninstrument()
+    provider.shutdown()
+    set_trace_processors(saved)
+
+
+def _typed_lookup(name: str, age: int) -> str:
+    """Find a user's id by name and age."""
+    return f"u-{name}-{age}"
+
+
+def _db_down(name: str) -> str:
+    """Find a user's id by name."""
+    raise RuntimeError("user database down")
+
+
+def _find(name: str) -> str:
+    """Find a user's id by name."""
+    return f"u-{len(name)}{name}"
+
+
+def _tripped(kind: str) -> dict[str, Any]:
+    """An input or output guardrail whose tripwire always triggers."""
+    from agents import GuardrailFunctionOutput, input_guardrail, output_guardrail
+
+    async def never(ctx: Any, agent: Any, value: Any) -> GuardrailFunctionOutput:
+        """Trips on everything."""
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    return {"input_guardrails": [input_guardrail(never)]} if kind == "input" else {"output_guardrails": [output_guardrail(never)]}
+
+
+def _support(server: Any, *, tools: Any = (), max_turns: int = 10, app: trace.Tracer | None = None, **kwargs: Any) -> Any:
+    """Runner.run of a support agent on the SDK's Chat Completions model; with ``app``, under a span of the
+    application's own (that tracer's) whose code catches what Runner.run raised."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+    from openai import AsyncOpenAI
+
+    async def go() -> Any:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+            agent = Agent(name="support", instructions="Help.", model=model, tools=list(tools), **kwargs)
+            return await Runner.run(agent, "who is ana?", max_turns=max_turns)
+
+    if app is None:
+        return asyncio.run(go())
+    from agents.exceptions import AgentsException
+
+    with app.start_as_current_span("handle-request"):
+        try:
+            return asyncio.run(go())
+        except AgentsException:
+            return "sorry, try later"
+
+
+def _agents_run(agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path) -> Run:
+    """The one run of the spans exported so far, through an OTLP/JSON file and `load_runs`."""
+    from trajdebug.sources.load import load_runs
+
+    [run] = load_runs(_otlp_file(agents_sdk[1].get_finished_spans(), tmp_path / "agents.json"))
+    return run
+
+
+def _raising(case: str) -> tuple[list[Any], dict[str, Any], str]:
+    """A script for the fake model, the agent's keywords and what Runner.run raises, for one way it raises."""
+    from agents import function_tool
+
+    from trajdebug.testing import Reply, tool_call
+
+    call = Reply(tool_calls=(tool_call("find", {"name": "ana"}),))
+    find = function_tool(_find, name_override="find")
+    strict = function_tool(_typed_lookup, name_override="lookup", failure_error_function=None)
+    if case in ("schema", "json"):
+        arguments: Any = {"name": "ana", "age": "old"} if case == "schema" else '{"name": '
+        return [Reply(tool_calls=(tool_call("lookup", arguments),)), "done"], {"tools": [strict]}, "Invalid JSON input"
+    if case == "tool raises":
+        raising = function_tool(_db_down, name_override="find", failure_error_function=None)
+        return [call, "done"], {"tools": [raising]}, "user database down"
+    if case == "max turns":
+        return [call, call, call], {"tools": [find], "max_turns": 2}, "Max turns"
+    if case.endswith("guardrail"):
+        return [call, "The id is u-3ana."], {"tools": [find], **_tripped(case.split()[0])}, "Guardrail"
+    if case == "http 400":
+        return [Reply(status=400, error="context too long")], {}, "context too long"
+    return [Reply(tool_calls=(tool_call("nope", {}),)), "done"], {"tools": [find]}, "not found"
+
+
+RAISES = ["schema", "json", "tool raises", "max turns", "input guardrail", "output guardrail", "http 400", "unknown tool"]
+
+
+class TestOpenInferenceAgentsSDK:
+    """The real Agents SDK under OpenInference's instrumentation, against a fake model server, exported as
+    OTLP/JSON and imported: the trace's top span ends with status OK whether or not ``Runner.run`` raised."""
+
+    @pytest.mark.parametrize("case", RAISES)
+    def test_each_way_runner_run_raises_is_a_failed_run_with_one_error(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path, case: str
+    ) -> None:
+        """Runner.run raising (a tool's rejected arguments, a tool that raised, max turns, a guardrail, an HTTP
+        error, an unknown tool) imports as a failed run: one error, failed at the trace's top step, its text the reason."""
+        from trajdebug.testing import FakeModelServer
+
+        script, kwargs, raised = _raising(case)
+        with FakeModelServer(script) as server, pytest.raises(Exception, match=raised):
+            _support(server, **kwargs)
+        run = _agents_run(agents_sdk, tmp_path)
+        top = next(s for s in run.steps if s.parent_id is None)
+        [err] = run.errors
+        assert (run.outcome, err.stage, err.stages[-1].step_id) == ("failure", "failed", top.step_id)
+        assert top.status == "ok"  # what the instrumentation wrote: the top span never says
+        assert raised.split()[-1] in (run.failure_reason or "")
+
+    def test_a_tool_error_the_agent_re_reported_is_one_error_propagated(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+    ) -> None:
+        """A tool's exception escaping Runner.run, recorded again (re-wrapped) on the agent span: one error that
+        occurred at the tool, propagated through the agent and failed the run; the reason is the tool's own text."""
+        from trajdebug.testing import FakeModelServer
+
+        script, kwargs, _ = _raising("tool raises")
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="user database down"):
+            _support(server, **kwargs)
+        run = _agents_run(agents_sdk, tmp_path)
+        [err] = run.errors
+        tool = next(s for s in run.steps if s.kind == "tool")
+        agent = next(s for s in run.steps if s.name == "support" and s.kind == "agent")
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert [(c.stage, c.step_id) for c in err.stages] == [
+            ("occurred", tool.step_id),
+            ("propagated", agent.step_id),
+            ("failed", top.step_id),
+        ]
+        assert run.failure_reason == "Error running tool find: user database down"
+        assert tool.error is not None and agent.error is not None
+        assert tool.error.error_id == agent.error.error_id == err.error_id
+
+    @pytest.mark.parametrize("text", ["db down (non-fatal)", "X" * 50_000])
+    def test_a_raised_tools_own_text_never_reads_as_the_sdks_marker_nor_is_evaluated_whole(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path, text: str
+    ) -> None:
+        """The SDK's ``(non-fatal)`` marker counts in its own message only: a tool raising an exception whose text
+        says "(non-fatal)" fails the run, one error.  A 50 kB error text is taken as it is (not evaluated), still
+        one error propagated, and the reason is capped."""
+        from agents import function_tool
+
+        from trajdebug.sources.formats.agents_sdk import REASON_CAP
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        def raises(name: str) -> str:
+            """Find a user's id by name."""
+            raise RuntimeError(text)
+
+        tool = function_tool(raises, name_override="find", failure_error_function=None)
+        script = [Reply(tool_calls=(tool_call("find", {"name": "ana"}),)), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match=re.escape(text[:40])):
+            _support(server, tools=[tool])
+        run = _agents_run(agents_sdk, tmp_path)
+        [err] = run.errors
+        assert (run.outcome, [c.stage for c in err.stages]) == ("failure", ["occurred", "propagated", "failed"])
+        assert text[:40] in (run.failure_reason or "")
+        assert len(run.failure_reason or "") <= REASON_CAP + 3
+
+    def test_of_parallel_tool_calls_that_both_raised_the_one_that_reached_the_agent_fails_the_run(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+    ) -> None:
+        """Two tool calls of one turn both raise: the SDK re-reports one on the agent span and Runner.run raises
+        it; the other error stays at its tool, unrecovered but not the run's failure."""
+        from agents import function_tool
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tools = [function_tool(_db_down, name_override=n, failure_error_function=None) for n in ("find", "find2")]
+        script = [Reply(tool_calls=(tool_call("find", {"name": "a"}), tool_call("find2", {"name": "b"}))), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="user database down"):
+            _support(server, tools=tools)
+        run = _agents_run(agents_sdk, tmp_path)
+        assert run.outcome == "failure"
+        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
+            ["occurred"],
+            ["occurred", "propagated", "failed"],
+        ]
+
+    @pytest.mark.parametrize("case", ["arguments fed back", "tool error fed back", "model call retried"])
+    def test_an_error_the_run_went_on_from_leaves_it_a_success(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path, case: str
+    ) -> None:
+        """A tool's error sent back to the model (invalid arguments, a tool that raised) or a model call the SDK
+        retried: the run answered, so it imports as a success with no failed error."""
+        from agents import ModelSettings, function_tool
+        from agents.retry import ModelRetrySettings, retry_policies
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        kwargs: dict[str, Any] = {}
+        if case == "arguments fed back":
+            script: list[Any] = [Reply(tool_calls=(tool_call("lookup", {"name": "ana", "age": "old"}),)), "I could not."]
+            kwargs["tools"] = [function_tool(_typed_lookup, name_override="lookup")]
+        elif case == "tool error fed back":
+            script = [Reply(tool_calls=(tool_call("find", {"name": "ana"}),)), "The database is down."]
+            kwargs["tools"] = [function_tool(_db_down, name_override="find")]
+        else:
+            script = [Reply(status=500, error="overloaded"), "The id is u-3ana."]
+            retry = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0.01}, policy=retry_policies.http_status([500]))
+            kwargs["model_settings"] = ModelSettings(retry=retry)
+        with FakeModelServer(script) as server:
+            _support(server, **kwargs)
+        run = _agents_run(agents_sdk, tmp_path)
+        [err] = run.errors
+        assert (run.outcome, run.failure_reason) == ("success", None)
+        assert err.stage == ("occurred" if case == "model call retried" else "recovered")
+
+    def test_a_sub_agent_failure_its_caller_recovered_is_not_the_runs(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+    ) -> None:
+        """An ``as_tool`` sub-agent whose run raised, its error returned to the caller's model, which answered:
+        the sub-agent is not the agent that ended the run, so the run imports as a success."""
+        from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+        from openai import AsyncOpenAI
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        def policy(request: Any) -> Any:
+            msgs = request.body["messages"]
+            if msgs[0]["content"].startswith("Specialist"):
+                return Reply(tool_calls=(tool_call("find", {"name": "ana"}),))
+            if msgs[-1]["role"] != "tool":
+                return Reply(tool_calls=(tool_call("specialist", {"input": "ana?"}),))
+            return "The specialist could not look ana up; try later."
+
+        async def go(server: Any) -> Any:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+                find = function_tool(_db_down, name_override="find", failure_error_function=None)
+                specialist = Agent(name="specialist", instructions="Specialist.", model=model, tools=[find])
+                tool = specialist.as_tool(tool_name="specialist", tool_description="Ask the specialist")
+                triage = Agent(name="triage", instructions="Triage.", model=model, tools=[tool])
+                return await Runner.run(triage, "Who is ana?")
+
+        with FakeModelServer(policy) as server:
+            result = asyncio.run(go(server))
+        assert "try later" in result.final_output
+        run = _agents_run(agents_sdk, tmp_path)
+        assert run.errors and all(e.stage != "failed" for e in run.errors)
+        assert (run.outcome, run.failure_reason) == ("success", None)
+
+    def test_under_an_application_span_that_span_says_whether_the_error_escaped(
+        self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+    ) -> None:
+        """Runner.run called inside a span of the application's own, whose code caught what it raised: the trace's
+        top span is the application's and ended OK, so the run imports as a success."""
+        from trajdebug.testing import FakeModelServer
+
+        script, kwargs, _ = _raising("max turns")
+        with FakeModelServer(script) as server:
+            assert _support(server, app=agents_sdk[0].get_tracer("app"), **kwargs) == "sorry, try later"
+        run = _agents_run(agents_sdk, tmp_path)
+        assert run.errors and (run.outcome, run.failure_reason) == ("success", None)
+
+    def test_a_clean_run_is_a_success_without_errors(self, agents_sdk: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path) -> None:
+        """A run that looked a user up and answered imports as a success with no error."""
+        from agents import function_tool
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        script = [Reply(tool_calls=(tool_call("find", {"name": "ana"}),)), "The id is u-3ana."]
+        with FakeModelServer(script) as server:
+            result = _support(server, tools=[function_tool(_find, name_override="find")])
+        run = _agents_run(agents_sdk, tmp_path)
+        assert result.final_output == "The id is u-3ana."
+        assert (run.outcome, run.errors) == ("success", ())
+
+
+def test_a_long_agents_sdk_status_without_an_error_key_holds_no_error_text() -> None:
+    """Past the evaluation cap, a status message whose data has no 'error' key yields no text of its own (not the
+    whole data), and one that has it yields that key's text."""
+    from trajdebug.sources.formats._otlp_run import SDK_DETAIL_CAP, _sdk_detail
+
+    pad = "x" * SDK_DETAIL_CAP
+    assert _sdk_detail("Error running tool: {'note': '" + pad + "'}") is None
+    assert _sdk_detail("Error running tool: {'note': '" + pad + "', 'error': 'db down'}") == "db down"

@@ -275,6 +275,37 @@ class TestAgainstAFakeModelServer:
         ]
         assert agent_step.error is not None and agent_step.error.error_id == err.error_id
 
+    def test_a_tools_own_text_saying_non_fatal_still_fails_the_run(self, processor: TrajdebugProcessor) -> None:
+        """The SDK's ``(non-fatal)`` marker counts in its own message only, never in the exception's text."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        strict = function_tool(_raise_non_fatal_text, name_override="lookup_user", failure_error_function=None)
+        with (
+            FakeModelServer([Reply(tool_calls=(tool_call("lookup_user", {"name": "boom"}),))]) as server,
+            pytest.raises(Exception, match="db down"),
+        ):
+            _run_agent(server, "who is boom?", tools=[strict])
+        run = processor.to_run()
+        [err] = run.errors
+        assert (run.outcome, [c.stage for c in err.stages]) == ("failure", ["occurred", "propagated", "failed"])
+
+    def test_of_parallel_tool_calls_that_both_raised_the_one_that_reached_the_agent_fails_the_run(
+        self, processor: TrajdebugProcessor
+    ) -> None:
+        """Two tool calls of one turn both raise: the one the agent span re-reports fails the run, the other stays."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        tools = [function_tool(_raise_db_down, name_override=n, failure_error_function=None) for n in ("a", "b")]
+        script = [Reply(tool_calls=(tool_call("a", {"name": "x"}), tool_call("b", {"name": "y"}))), "done"]
+        with FakeModelServer(script) as server, pytest.raises(Exception, match="user database down"):
+            _run_agent(server, "who?", tools=tools)
+        run = processor.to_run()
+        assert run.outcome == "failure"
+        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
+            ["occurred"],
+            ["occurred", "propagated", "failed"],
+        ]
+
     def test_a_model_error_fails_the_run(self, processor: TrajdebugProcessor) -> None:
         """An HTTP error from the model is one error at the model step that failed the run."""
         from trajdebug.testing import FakeModelServer, Reply
@@ -372,6 +403,11 @@ class TestAgainstAFakeModelServer:
             [dep] = [d for d in tool.deps if d.kind == "data"]
             assert dep.origin == "declared"
             assert agent_of(dep.step_id) == agent_of(tool.step_id)
+
+
+def _raise_non_fatal_text(name: str) -> str:
+    """Find a user's id by name."""
+    raise RuntimeError("db down (non-fatal)")
 
 
 def _raise_db_down(name: str) -> str:

@@ -951,6 +951,115 @@ class TestReadsTheRecordingMissed:
         other = run_of({**supplier, "max_price": 35.0})
         assert Lineage(other).handed_down_edges({s.step_id: list(s.deps) for s in other.steps}) == {}
 
+    def test_a_loop_pass_links_to_the_writer_of_the_part_of_the_state_it_read_not_the_whole_field(self) -> None:
+        """A graph's second pass of a letting loop is given the whole state (`data`: the request and the first
+        pass's offer, which the first pass's parser wrote under `data.offers[0]`): its tool given the request's
+        size took nothing from that parser (whose offer names another unit), and one given the offer's unit did."""
+        request = {"enquiries": [{"name": "Peel", "sqft": 45, "weeks": 3}, {"name": "Sims", "sqft": 25, "weeks": 5}]}
+        offer = {"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"}
+        data = {"request": request, "offers": [offer]}
+
+        def run_of(tool_input: dict[str, Any]) -> Run:
+            return _run(
+                _s("parse", "parse_offer", "other", 0, "{...}", offer),
+                Step("node", "letting", "agent", input={"data": data}, output={}, start_ns=2, end_ns=9,
+                     deps=(D("parse", "data", "inferred", 0.6, "data.offers[0]"),)),
+                _s("quote", "quote_rent", "tool", 3, tool_input, {"pence": 6000}, parent_id="node"),
+            )
+
+        weeks = run_of({"unit": "A-01", "sqft": 25})
+        assert Lineage(weeks).handed_down_edges({s.step_id: list(s.deps) for s in weeks.steps}) == {}
+        unit = run_of({"unit": "A-07", "sqft": 25})
+        edges = Lineage(unit).handed_down_edges({s.step_id: list(s.deps) for s in unit.steps})
+        assert [(d.step_id, d.key) for d in edges["quote"]] == [("parse", "via data")]
+
+    def test_an_edge_keyed_by_a_leaf_hands_down_the_record_that_holds_it(self) -> None:
+        """An edge keyed by one leaf of a record in the state (`data.offers[0].unit`) reads as the record's: the
+        writer wrote the record, and a call given another of its values (the move-in date) took it there."""
+        offer = {"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"}
+        run = _run(
+            _s("parse", "parse_offer", "other", 0, "{...}", offer),
+            Step("node", "letting", "agent", input={"data": {"request": {"task": "let"}, "offers": [offer]}}, output={},
+                 start_ns=2, end_ns=9, deps=(D("parse", "data", "inferred", 0.6, "data.offers[0].unit"),)),
+            _s("draft", "draft_offer", "tool", 3, {"from": "2027-02-10"}, {"ok": True}, parent_id="node"),
+        )
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [(d.step_id, d.key) for d in edges["draft"]] == [("parse", "via data")]
+
+    def test_a_reader_of_the_next_record_a_list_writer_wrote_keeps_its_link(self) -> None:
+        """A parser that wrote the whole list of offers, its edge keyed by the first record it matched
+        (`data.offers[0]`, or a leaf of it): a call given the second offer's unit and date took them from that
+        parser all the same (review rev54c: a narrowed edge lost the list writer's second record)."""
+        offers = [{"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"},
+                  {"name": "Sims", "unit": "B-19", "move_in": "2027-03-22"}]
+        for key in ("data.offers[0]", "data.offers[0].unit", "data.offers"):
+            run = _run(
+                _s("parse", "parse_offers", "other", 0, "{...}", offers),
+                Step("node", "letting", "agent", input={"data": {"request": {"task": "let"}, "offers": offers}},
+                     output={}, start_ns=2, end_ns=9, deps=(D("parse", "data", "inferred", 0.6, key),)),
+                _s("quote", "quote_rent", "tool", 3, {"unit": "B-19", "from": "2027-03-22"}, {"pence": 6000},
+                   parent_id="node"),
+            )
+            edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+            assert [(d.step_id, d.key) for d in edges["quote"]] == [("parse", "via data")], key
+
+    def test_a_value_its_writer_returned_beside_the_record_is_handed_down_from_it(self) -> None:
+        """A parser that returned an offer and a deadline, the node storing the deadline beside the offers: its
+        edge names the offer (`data.offers[0]`), and a reminder given the deadline took it from that parser; the
+        values no record names that the parser never returned (the request's) are still not its."""
+        offer = {"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"}
+        data = {"request": {"task": "let", "region": "north-east"}, "offers": [offer], "deadline": "2027-01-31"}
+
+        def run_of(tool_input: dict[str, Any]) -> Run:
+            return _run(
+                _s("parse", "parse_offer", "other", 0, "{...}", {"offer": offer, "deadline": "2027-01-31"}),
+                Step("node", "letting", "agent", input={"data": data}, output={}, start_ns=2, end_ns=9,
+                     deps=(D("parse", "data", "inferred", 0.6, "data.offers[0]"),)),
+                _s("remind", "send_reminder", "tool", 3, tool_input, {"ok": True}, parent_id="node"),
+            )
+
+        deadline = run_of({"by": "2027-01-31"})
+        edges = Lineage(deadline).handed_down_edges({s.step_id: list(s.deps) for s in deadline.steps})
+        assert [(d.step_id, d.key) for d in edges["remind"]] == [("parse", "via data")]
+        region = run_of({"region": "north-east"})
+        assert Lineage(region).handed_down_edges({s.step_id: list(s.deps) for s in region.steps}) == {}
+
+    def test_a_narrowed_edge_still_links_a_read_of_its_record_by_another_pass_or_by_key(self) -> None:
+        """The record an edge names is handed down wherever it sits: a later pass comparing with the first
+        pass's offer (`prev_unit`), a record in a mapping keyed by name (`data.offers.Sims.unit`), and a key whose
+        index the state no longer has (the whole field, as before)."""
+        peel = {"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"}
+        sims = {"name": "Sims", "unit": "B-19", "move_in": "2027-03-22"}
+        cases = [
+            (peel, {"request": {"task": "let"}, "offers": [peel]}, "data.offers[0]", {"prev_unit": "A-07", "unit": "C-02"}),
+            (sims, {"offers": {"Peel": peel, "Sims": sims}}, "data.offers.Sims.unit", {"unit": "B-19"}),
+            (sims, {"offers": [sims]}, "data.offers[1]", {"unit": "B-19"}),
+        ]
+        for written, data, key, tool_input in cases:
+            run = _run(
+                _s("parse", "parse_offer", "other", 0, "{...}", written),
+                Step("node", "letting", "agent", input={"data": data}, output={}, start_ns=2, end_ns=9,
+                     deps=(D("parse", "data", "inferred", 0.6, key),)),
+                _s("quote", "quote_rent", "tool", 3, tool_input, {"ok": True}, parent_id="node"),
+            )
+            edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+            assert [(d.step_id, d.key) for d in edges["quote"]] == [("parse", "via data")], key
+
+    def test_a_writer_with_several_edges_hands_down_through_its_surest(self) -> None:
+        """A list writer linked to the node by a weak edge on one record and a sure one on another: a call given
+        a value of either is linked at the sure edge's confidence, whichever edge the node listed first."""
+        offers = [{"name": "Peel", "unit": "A-07", "move_in": "2027-02-10"},
+                  {"name": "Sims", "unit": "B-19", "move_in": "2027-03-22"}]
+        run = _run(
+            _s("parse", "parse_offers", "other", 0, "{...}", offers),
+            Step("node", "letting", "agent", input={"data": {"request": {"task": "let"}, "offers": offers}},
+                 output={}, start_ns=2, end_ns=9,
+                 deps=(D("parse", "data", "inferred", 0.5, "data.offers[1]"), D("parse", "data", "inferred", 0.9, "data.offers[0]"))),
+            _s("quote", "quote_rent", "tool", 3, {"unit": "B-19"}, {"pence": 6000}, parent_id="node"),
+        )
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [(d.step_id, d.confidence) for d in edges["quote"]] == [("parse", 0.72)]
+
     def test_a_total_of_the_siblings_numbers_links_to_the_siblings_that_made_it(self) -> None:
         """A node that computed each lot's duty in its own step, then handed their sum (`duty_usd + excise_usd`
         of every lot, 21103.64) to the bond check: the check depends on every lot's computation, the one with

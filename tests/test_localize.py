@@ -777,6 +777,52 @@ class TestRanking:
         other = localize(run_of("tank T-3 fill 18 l is under the 40 l needed"))
         assert all("lineage:contradicted" not in c.signals for c in other.candidates)
 
+    def test_a_word_belongs_to_the_number_of_its_own_clause(self) -> None:
+        """"silo C has 2.5 t free; 3.76 t ordered": ``free`` stands one character nearer the 3.76 than the 2.5, but
+        the semicolon puts it in the 2.5's clause, so the stock tool's free_t=12.0 is contradicted by the 2.5
+        (a word of a clause stating no number still goes to the nearest number)."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("k", "feed_stock", "tool", input={"silo": "C"}, output={"silo": "C", "free_t": 12.0}, start_ns=1, end_ns=2),
+                Step(
+                    "o", "order_feed", "tool", input={"silo": "C", "tonnes": 3.76}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("k"),), start_ns=3, end_ns=4,
+                ),
+            )
+            return Run("r", "feed", outcome="failure", steps=steps)
+
+        loc = localize(run_of("silo C has 2.5 t free; 3.76 t ordered"))
+        assert loc.candidates[0].step_id == "k" and "lineage:contradicted" in loc.candidates[0].signals
+        # Without the clause break the word is the nearer number's, as before: it names what was ordered.
+        loc = localize(run_of("silo C has 2.5 t, 3.76 t free ordered"))
+        assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
+
+    def test_a_full_stop_after_an_abbreviation_or_a_wrapped_line_ends_no_clause(self) -> None:
+        """"stock approx. 2 units": the stop of ``approx.`` ends no clause (``Lexicon.abbreviations``), so ``stock``
+        is read with the 2 beside it, and the stock tool's stock=5 is contradicted, as before clauses were read.
+        A line wrapped inside a sentence ("free beds\\n2") is one clause: the reason quotes the 2, not the 3."""
+
+        def run_of(message: str, field: str, value: int) -> Run:
+            steps = (
+                Step("s", "lookup", "tool", input={"req": "x"}, output={"room": "R-4", field: value}, start_ns=1, end_ns=2),
+                Step(
+                    "f", "submit", "tool", input={"room": "R-4", "beds": 3}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("s"),), start_ns=3, end_ns=4,
+                ),
+            )
+            return Run("r", "p", outcome="failure", steps=steps)
+
+        for message, field in (
+            ("3 units requested, stock approx. 2 units", "stock"),
+            ("3 requested but free beds approx. 2", "free_beds"),
+        ):
+            loc = localize(run_of(message, field, 5))
+            assert loc.candidates[0].step_id == "s" and "lineage:contradicted" in loc.candidates[0].signals, message
+        loc = localize(run_of("room R-4: 3 beds requested, free beds\n2", "free_beds", 4))
+        reasons = [r for c in loc.candidates if c.step_id == "s" for r in c.reasons if "free beds" in r or "free_beds" in r]
+        assert reasons and all("says 2" in r for r in reasons), reasons
+
     def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
         """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:
         None`` (it swallowed its calendar's error, as its note says), and the quote step that copied the record on was handed it

@@ -66,3 +66,13 @@ def test_each_suite_is_scored_by_a_calibrator_fitted_without_it() -> None:
     models = leave_one_suite_out(rows, fitter)
     assert len(models) == len(rows) and len(seen) == 4
     assert all(len(s) == 3 for s in seen)
+
+
+def test_a_miss_by_one_run_reads_as_missed() -> None:
+    """Round 55's 298 right of 333 `confident` (89.49 %) misses 89.5 %, and the condition says so in two decimals."""
+    from benchmarks.recalibrate import decide
+
+    ship, checks = decide({"pooled": {"precision": 0.844}}, {"pooled": {"precision": 298 / 333, "ece": 0.037}})
+    assert not ship
+    assert checks[0] == "MISSED: nested precision at `confident` 89.49% >= 89.50%"
+    assert checks[1:] == ["met: nested ECE 0.037 <= 0.05", "met: nested precision 89.49% > the shipped calibrator's 84.40%"]

@@ -4,6 +4,7 @@ disagree with each other about a value the failing step was given."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
@@ -40,12 +41,17 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
     out: list[Found] = []
     nums = mentions(message, words=False)
     # Each word of the message belongs to the number nearest to it (a message may
-    # state several quantities: "total 1,224 exceeds budget 1,200").
+    # state several quantities: "total 1,224 exceeds budget 1,200"), in its own clause when that clause states
+    # one: "silo C has 2.5 t free; 3.76 t ordered" says ``free`` of the 2.5, though the 3.76 stands nearer.
+    breaks = _clause_breaks(message, sl.lexicon)
+    clause = [bisect.bisect_right(breaks, n.start) for n in nums]
     near: dict[int, set[str]] = {}
     for w in _TERM.finditer(message.lower()):
         if nums:
             mid = (w.start() + w.end()) / 2
-            i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
+            own = bisect.bisect_right(breaks, w.start())
+            pool = [k for k in range(len(nums)) if clause[k] == own] or range(len(nums))
+            i = min(pool, key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
     failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
@@ -98,6 +104,30 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                     "lineage:contradicted",
                 )
             )
+    return out
+
+
+_CLAUSE_STOP = re.compile(r";|[.!?](?=\s|$)|\n")
+"""What may end a clause of a message, for the words a number is read with: a semicolon, a full stop (not a
+decimal point), a question or exclamation mark, a line break (``_clause_breaks`` says which do)."""
+
+_LAST_WORD = re.compile(r"(?<![A-Za-z.])[A-Za-z]+(?:\.[A-Za-z]+)*$")
+"""The word a full stop closes (``approx``, ``e.g``), searched for in the 16 characters before it."""
+
+
+def _clause_breaks(message: str, lexicon: Lexicon) -> list[int]:
+    """Where the clauses of a message end.  A full stop after an abbreviation ("stock approx. 2 units",
+    ``Lexicon.abbreviations``) ends none, and a line break ends one only after a sentence's end (``.;:!?``): a
+    line wrapped inside a sentence ("free beds\\n2") stays one clause."""
+    out: list[int] = []
+    for b in _CLAUSE_STOP.finditer(message):
+        if b.group(0) == ".":
+            word = _LAST_WORD.search(message, max(0, b.start() - 16), b.start())
+            if word and word.group(0).lower() in lexicon.abbreviations:
+                continue
+        elif b.group(0) == "\n" and not message[max(0, b.start() - 64) : b.start()].rstrip().endswith(":"):
+            continue  # a wrapped line, or one whose stop already ended the clause or, an abbreviation's, none
+        out.append(b.start())
     return out
 
 

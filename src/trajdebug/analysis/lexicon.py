@@ -190,6 +190,10 @@ class Lexicon:
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
 
+    abbreviations: frozenset[str]
+    """Words written with a full stop that ends no sentence ("stock **approx.** 2 units", "**e.g.** 5 kg"),
+    lowercased and without their last stop: a number after one is read in the same clause as the words before it."""
+
     percent_words: frozenset[str]
     """Of ``measure_suffixes``, those that mean a percentage (``charge_pct``): a number written with ``%``
     is a reading of that measure."""
@@ -469,6 +473,7 @@ ENGLISH = Lexicon(
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
+    abbreviations=frozenset({"approx", "vs", "e.g", "i.e", "incl", "ca", "no", "est", "min", "max", "etc"}),
     percent_words=frozenset({"pct", "percent"}),
     measure_suffixes=frozenset(
         {"pct", "percent", "c", "f", "degc", "degf", "deg", "v", "mv", "kv", "a", "ma", "w", "kw", "kwh", "wh",

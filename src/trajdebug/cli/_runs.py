@@ -191,7 +191,7 @@ def _summaries(
     "step_sel",
     metavar="STEP",
     help="Show this step in full: input, output, error, attributes, dependencies in and out "
-    "(a step id, its last digits as shown, e.g. 000005, or a step name).",
+    "(a step id, its last digits as shown, e.g. 000005, a step name, or both as listings print them: write_sql#000005).",
 )
 @click.option("--io", "show_io", is_flag=True, help="Also print each step's input and output.")
 def show_cmd(

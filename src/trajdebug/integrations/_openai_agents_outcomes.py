@@ -1,12 +1,10 @@
-"""What an OpenAI Agents SDK trace's agent runs ended with: each agent's final output, and each error's stages.
+"""What an OpenAI Agents SDK trace's agent runs ended with: each agent's final output.
 
 The SDK records an agent span's result nowhere: its final output is read off its steps (its last model message
-without tool calls, or the tool output that ended its run), and the trace's top step carries the run's.  Its
-span errors are error events whose stages the SDK implies: ``(non-fatal)`` marks a tool failure that went back
-to the model (recovered at the agent's turn), an exception escaping is recorded again on the agent span,
-re-wrapped (the same error propagating, counted once), and one that reaches a top-level agent span is the one
-``Runner.run`` raised (it failed the run).  `convert_trace` (`openai_agents.py`) calls both once its steps are
-built.
+without tool calls, or the tool output that ended its run), and the trace's top step carries the run's.  How its
+span errors went (propagated, recovered, failed the run) is read by the rules the OTLP importer shares
+(`trajdebug.sources.formats.agents_sdk`).  `convert_trace` (`openai_agents.py`) calls `final_outputs` once its
+steps and errors are built.
 """
 
 from __future__ import annotations
@@ -15,12 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core import chat
-from trajdebug.core.model import ErrorEvent, StageChange, Step, replace
+from trajdebug.core.model import Step, replace
+from trajdebug.sources.formats.agents_sdk import last_agents
 from trajdebug.sources.formats.convert import add_deps, declared, maybe_json
-
-
-NON_FATAL = "(non-fatal)"
-"""Marker the SDK puts in a span error's message when the run went on (the error text went to the model)."""
 
 
 def final_outputs(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], owner: Mapping[str, str | None]) -> None:
@@ -57,19 +52,9 @@ def final_outputs(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, St
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    for root, agent in last_agents(ordered, steps, owner).items():
+    for root, agent in last_agents([sid for sid, _ in ordered], steps, owner).items():
         if agent in final and root != agent and steps[root].output is None and steps[root].kind == "agent":
             steps[root] = replace(steps[root], output=final[agent])
-
-
-def _root_of(steps: Mapping[str, Step], sid: str) -> str:
-    """The top step (no parent in the trace) enclosing a step."""
-    for _ in range(1000):
-        up = steps[sid].parent_id
-        if up is None or up not in steps:
-            return sid
-        sid = up
-    return sid
 
 
 def _raised(steps: Mapping[str, Step], agent: str, made_by: str) -> bool:
@@ -84,18 +69,6 @@ def _raised(steps: Mapping[str, Step], agent: str, made_by: str) -> bool:
         if sid == agent:
             return False
         sid = steps[sid].parent_id
-    return False
-
-
-def _in_tool(steps: Mapping[str, Step], sid: str) -> bool:
-    """Whether a step runs inside a tool's span (an agent run as a tool answers the tool, not the run)."""
-    up = steps[sid].parent_id
-    for _ in range(1000):
-        if up is None or up not in steps:
-            return False
-        if steps[up].kind == "tool":
-            return True
-        up = steps[up].parent_id
     return False
 
 
@@ -114,147 +87,4 @@ def _tool_returns(steps: dict[str, Step], agent: str, made_by: str, value: Any) 
         up = s.parent_id
 
 
-def span_errors(
-    ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], details: Mapping[str, str]
-) -> dict[str, ErrorEvent]:
-    """One event per error: an enclosing span reporting a descendant's error (its text within its own) is that error propagating."""
-    events: dict[str, ErrorEvent] = {}
-    parents = {sid: steps[sid].parent_id for sid, _ in ordered}
-    depth: dict[str, int] = {}
-    for sid, _ in ordered:
-        p, d = parents[sid], 0
-        while p is not None and d < 1000:
-            p, d = parents.get(p), d + 1
-        depth[sid] = d
-    open_below: dict[str, list[str]] = {}  # span -> unrecovered error ids raised in its subtree
-    for sid in sorted(parents, key=lambda x: -depth[x]):
-        s = steps[sid]
-        below = [eid for eid in open_below.get(sid, ()) if events[eid].stage != "recovered"]
-        if s.error is not None:
-            t = s.end_ns or s.start_ns
-            text = details.get(sid, s.error.message)
-            same = [
-                eid
-                for eid in below
-                if _same_error(details.get(events[eid].step_id, events[eid].message), text)
-            ]
-            if same:
-                eid = same[0]
-                events[eid] = replace(
-                    events[eid], stages=(*events[eid].stages, StageChange("propagated", sid, t))
-                )
-            else:
-                eid = f"{sid}.0"
-                stages = [StageChange("occurred", sid, t)]
-                if NON_FATAL in s.error.message:
-                    # The SDK sent the error text to the model as the tool's result and the run went on.
-                    stages.append(
-                        StageChange(
-                            "recovered",
-                            s.parent_id or sid,
-                            t,
-                            "the tool's error was returned to the model (non-fatal)",
-                        )
-                    )
-                events[eid] = ErrorEvent(eid, sid, s.error.type, s.error.message, None, tuple(stages))
-                below.append(eid)
-            steps[sid] = replace(s, error=replace(s.error, error_id=eid))
-        if parents[sid] is not None:
-            open_below.setdefault(parents[sid], []).extend(below)  # type: ignore[arg-type]
-        else:
-            for eid in below:
-                e = events[eid]
-                reached_agent = any(_runner_raised(steps, c.step_id) for c in e.stages if c.step_id)
-                if e.stage == "recovered" or not (reached_agent or e.stages[-1].step_id == sid):
-                    continue
-                why = (
-                    "Runner.run raised it: the error left the agent run"
-                    if reached_agent
-                    else "the error reached the top-level span"
-                )
-                events[eid] = replace(
-                    e,
-                    stages=(
-                        *e.stages,
-                        StageChange("failed", sid, steps[sid].end_ns or e.stages[-1].time_ns, why),
-                    ),
-                )
-    return events
-
-
-def last_agents(ordered: list[tuple[str, dict[str, Any]]], steps: Mapping[str, Step], owner: Mapping[str, str | None]) -> dict[str, str]:
-    """Each top step's (one per ``Runner.run``) last top-level agent span: the one that ended the run.
-
-    An agent run as a tool (``Agent.as_tool``) answers the tool, never the run; a handoff passes control to an
-    agent that starts after its caller, so the last to end is the one that ended the run."""
-    last_top: dict[str, str] = {}
-    for sid, _ in ordered:
-        if owner.get(sid) != sid or _in_tool(steps, sid):
-            continue
-        root = _root_of(steps, sid)
-        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
-            steps[last_top[root]].end_ns or 0,
-            steps[last_top[root]].start_ns,
-        ):
-            last_top[root] = sid
-    return last_top
-
-
-def raised_at_the_end(
-    ordered: list[tuple[str, dict[str, Any]]],
-    steps: Mapping[str, Step],
-    owner: Mapping[str, str | None],
-    events: dict[str, ErrorEvent],
-) -> None:
-    """Fail the run on an error that ended it though the SDK recorded it on no agent or turn span.
-
-    The SDK leaves an error some child span reports off the agent span (a tool called with arguments
-    its schema rejects, ``ModelBehaviorError``, is recorded on the tool's span only) and ``Runner.run``
-    raises it.  The trace still tells: the error is unrecovered (not the SDK's non-fatal error fed back
-    to the model), it is in the agent that ended the run, and no model call of that agent started after
-    it (a run that went on after an error calls the model again, as after a model call the SDK retried).
-    """
-    last_agent = last_agents(ordered, steps, owner)
-    llm_starts: dict[str, list[int]] = {}  # agent span -> its model steps' starts
-    for sid, _ in ordered:
-        if steps[sid].kind == "llm" and owner.get(sid) is not None:
-            llm_starts.setdefault(str(owner[sid]), []).append(steps[sid].start_ns)
-    for eid, e in list(events.items()):
-        if e.stage in ("recovered", "failed"):
-            continue
-        at = e.stages[-1].step_id
-        if at is None or at not in steps:
-            continue
-        root = _root_of(steps, at)
-        agent = last_agent.get(root)
-        if agent is None or owner.get(at) != agent or root == at:
-            continue
-        ended = steps[e.step_id].end_ns or steps[e.step_id].start_ns
-        if any(start >= ended for start in llm_starts.get(agent, ())):
-            continue
-        why = "Runner.run raised it: nothing ran after the error in the agent that ended the run"
-        events[eid] = replace(
-            e, stages=(*e.stages, StageChange("failed", root, steps[root].end_ns or e.stages[-1].time_ns, why))
-        )
-
-
-def _runner_raised(steps: Mapping[str, Step], sid: str) -> bool:
-    """Whether an error on this span is one the top-level ``Runner.run`` raised: it reached a top-level agent span,
-    or its last turn (the SDK records a rejected answer, e.g. invalid structured output or an unknown tool, on the
-    turn only, then raises).  Inside a tool (``Agent.as_tool``) it is the sub-run's, the tool's caller may go on."""
-    s = steps[sid]
-    typ = s.attributes.get("agents.span_type")
-    if typ not in ("agent", "turn") or _in_tool(steps, sid):
-        return False
-    return typ == "agent" or not any(
-        o.parent_id == s.parent_id and o.attributes.get("agents.span_type") == "turn" and o.start_ns > s.start_ns
-        for o in steps.values()
-    )
-
-
-def _same_error(inner: str, outer: str) -> bool:
-    """Whether an enclosing span's error text re-reports an inner error's (the SDK re-wraps, never shortens)."""
-    return bool(inner) and inner in outer
-
-
-__all__ = ["NON_FATAL", "final_outputs", "span_errors"]
+__all__ = ["final_outputs"]

@@ -65,12 +65,8 @@ from agents.tracing import Span, Trace, TracingProcessor
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
-from trajdebug.integrations._openai_agents_outcomes import (
-    NON_FATAL,
-    final_outputs,
-    raised_at_the_end,
-    span_errors,
-)
+from trajdebug.integrations._openai_agents_outcomes import final_outputs
+from trajdebug.sources.formats.agents_sdk import NON_FATAL, capped, raised_at_the_end, span_errors
 from trajdebug.sources.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 
 
@@ -265,6 +261,7 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
     owner: dict[str, str | None] = {}  # span -> its enclosing agent span (itself for an agent span)
     steps: dict[str, Step] = {}
     details: dict[str, str] = {}  # span -> its error's own text (the SDK's ``data.error``)
+    sdk_messages: dict[str, str] = {}  # span -> its error's message as the SDK wrote it (without its data)
     for sid, s in ordered:
         sd = s.get("span_data") or {}
         parent = _strip("span_", s.get("parent_id"))
@@ -280,14 +277,17 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
         steps[sid], detail = _step(sid, parent, s, agents[sid])
         if detail:
             details[sid] = detail
+        if isinstance(err := s.get("error"), Mapping):
+            sdk_messages[sid] = str(err.get("message") or "")
     _edges(ordered, steps, owner)
     for sid, _ in ordered:  # the tools offered: the SDK names them on the agent span only
         step, agent = steps[sid], owner.get(sid)
         offered = steps[agent].attributes.get("tools") if agent else None
         if step.kind == "llm" and "llm.tools" not in step.attributes and offered:
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
-    errors = span_errors(ordered, steps, details)
-    raised_at_the_end(ordered, steps, owner, errors)
+    order = [sid for sid, _ in ordered]
+    errors = span_errors(order, steps, details, sdk_messages)
+    raised_at_the_end(order, steps, owner, errors)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
     final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
@@ -297,7 +297,7 @@ def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, 
     reason = None
     if failed and not unfinished:
         last = failed[0].stages[-2] if len(failed[0].stages) > 1 else failed[0].stages[0]
-        reason = details.get(last.step_id or "") or failed[0].message
+        reason = capped(details.get(last.step_id or "") or failed[0].message)
     return Run(
         run_id=str(_strip("trace_", trace_id)),
         name=str(meta.get("workflow_name") or (steps[roots[0]].name if roots else "agents-trace")),

@@ -44,15 +44,22 @@ def value_text(value: Any, limit: int | None = None) -> str:
 
 
 def select_steps(run: Run, selector: str) -> list[Step]:
-    """The steps a selector names: a step id, the end or start of one (as shown, ``#000005``), or a name.
+    """The steps a selector names: a step id, the end or start of one (as shown, ``#000005``), a name, or a
+    name and id as every listing prints them (``search_hotels#000006``).
 
-    An exact id wins; otherwise every step whose id ends or starts with the
-    selector (without its ``#``), and every step with that name.
+    An exact id wins; then a name joined to the end of an id by ``#`` (the form ``analyze`` and ``show``
+    print, so a user can paste it back); otherwise every step whose id ends or starts with the selector
+    (without its ``#``), and every step with that name.
     """
     sel = selector.lstrip("#")
     exact = [s for s in run.steps if s.step_id == sel]
     if exact:
         return exact
+    name, hash_, tail = selector.rpartition("#")
+    if hash_ and name and tail:
+        printed = [s for s in run.steps if s.name == name and s.step_id.endswith(tail)]
+        if printed:
+            return printed
     return [s for s in run.steps if s.name == selector or s.step_id.endswith(sel) or s.step_id.startswith(sel)]
 
 

@@ -428,7 +428,7 @@ class Lineage:
         (its steps wrote it).  ``deps``: every step's dependencies so far, by step id.
         """
         by_id = {s.step_id: s for s in self.steps}
-        fields: dict[tuple[str, str], set[str]] = {}
+        fields: dict[tuple[str, ...], set[str]] = {}
         siblings: dict[str, set[str]] = {}  # what the node's steps so far produced
         writers: dict[str, list[Dependency]] = {}
         out: dict[str, list[Dependency]] = {}
@@ -450,7 +450,7 @@ class Lineage:
             mine -= made
             made |= self.views[s.step_id].out_keys
             added: list[Dependency] = []
-            for d in keyed:
+            for d in sorted(keyed, key=lambda d: -d.confidence):  # the surest of a writer's edges that hands it down
                 f = _field_of(d, parent.input)
                 if (
                     f is None
@@ -459,16 +459,33 @@ class Lineage:
                     or self.steps[self.pos[d.step_id]].kind == "agent"  # a node's update: its own steps wrote it
                 ):
                     continue
-                held = fields.get((parent.step_id, f))
-                if held is None:
-                    given = parent.input if f == WHOLE_INPUT_KEY else parent.input[f]
-                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(given) if not trivial(a)}
-                if mine & held:
+                if mine & self._written(parent, f, d, fields):
                     added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
                     have.add(d.step_id)
             if added:
                 out[s.step_id] = added
         return out
+
+    def _written(self, node: Step, field: str, dep: Dependency, cache: dict[tuple[str, ...], set[str]]) -> set[str]:
+        """The values of ``field`` of a node's input (the state) that ``dep``'s producer wrote there: those of
+        the part of the field its key names (``data.offers[0]``, one loop pass's offer in a state that also holds
+        the request; a leaf's key, ``data.offers[0].unit``, reads as the record holding it) and every other value
+        of the field its output holds (the next record of a list it wrote whole, a deadline it returned beside the
+        record); the whole field when its key names nothing deeper.  ``cache``: by node, part and producer."""
+        part = field if field == WHOLE_INPUT_KEY else _part_of(dep.key or field, node.input)
+        whole = cache.get((node.step_id, field))
+        if whole is None:
+            given = node.input if field == WHOLE_INPUT_KEY else node.input[field]
+            whole = cache[(node.step_id, field)] = {a.key for a in atoms(given) if not trivial(a)}
+        if part == field:
+            return whole
+        held = cache.get((node.step_id, part, dep.step_id))
+        if held is None:
+            named = {a.key for a in atoms(_value_at(part, node.input)) if not trivial(a)}
+            view = self.views[dep.step_id]
+            also = {a.key for a in atoms(node.input[field]) if a.key in whole - named and view.holds(a)}
+            held = cache[(node.step_id, part, dep.step_id)] = named | also
+        return held
 
     def _field_writers(self, node: Step, confidence: float = 0.9) -> list[Dependency]:
         """Edges keyed by the fields of a node's input (the state) that an earlier step returned under the same
@@ -524,6 +541,46 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
     if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
         return None
     return m.group(0) if m.group(0) in given else None
+
+
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
+
+
+def _part_of(key: str, given: dict[str, Any]) -> str:
+    """The longest prefix of an edge's key path (``data.offers[0].sqft``) that names a container of the
+    enclosing step's input (``data.offers[0]``): the part its producer wrote.  A leaf is read as the container
+    that holds it (a record's ``sqft`` was written with the record), so a leaf's edge never narrows below the
+    record; the top-level field when nothing deeper resolves."""
+    m = _FIELD.match(key)
+    if m is None:
+        return key
+    value: Any = given.get(m.group(0))
+    end = m.end()
+    while end < len(key) and isinstance(value, (dict, list)):
+        step = _STEP.match(key, end)
+        if step is None:
+            break
+        name, index = step.group(1), step.group(2)
+        if name is not None and isinstance(value, dict) and name in value and isinstance(value[name], (dict, list)):
+            value = value[name]
+        elif index is not None and isinstance(value, list) and int(index) < len(value) and isinstance(value[int(index)], (dict, list)):
+            value = value[int(index)]
+        else:
+            break
+        end = step.end()
+    return key[:end]
+
+
+def _value_at(path: str, given: dict[str, Any]) -> Any:
+    """The value a path `_part_of` returned names in the enclosing step's input."""
+    m = _FIELD.match(path)
+    if m is None:
+        return None
+    value: Any = given.get(m.group(0))
+    for step in _STEP.finditer(path, m.end()):
+        name, index = step.group(1), step.group(2)
+        value = value[name] if name is not None else value[int(index)]
+    return value
 
 
 def _last_name(key: str) -> str:
