@@ -361,6 +361,24 @@ class TestToolCalls:
         asked = json.dumps({**plan, "next": "memory_write"})
         assert any(not e.sound for e in _from(_verdict(run_of(asked, True), "t"), "tool-arguments"))
 
+    def test_a_top_level_tool_of_a_tracked_run_handed_another_id_of_an_upstream_shape_is_still_named(self) -> None:
+        """The run's code at the top level of a tracked run hands a tool a case id no step wrote, of the shape of
+        the one its plan holds (``D-6212`` for ``D-6211``: a constant in the wrong place): no model named the
+        tool, yet the argument is still named, as one put in another's place (fix56a probe)."""
+        plan = {"case": "D-6211", "tasks": ["check_paperwork", "book_cremator"]}
+        said = json.dumps(plan)
+
+        def run_of(case: str) -> Run:
+            return _run(
+                Step("m", "plan_service", "llm", input={"ref": "D-6211"}, output=said),
+                Step("p", "parse_plan", "parse", input={"text": said}, output=plan),
+                Step("t", "close_case", "tool", input={"case": case, "plan": plan}, output={"closed": case},
+                     deps=(Dependency("p", "data", "recorded"),)),
+            )
+
+        assert not [e for e in _from(_verdict(run_of("D-6211"), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of("D-6212"), "t"), "tool-arguments"))
+
     def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
         """A finish ``AT`` written where the record upstream says ``ZN`` contradicts it, though the letters "at"
         occur inside an upstream word ("batch"); written upstream as a word of its own, it is a choice. A number

@@ -3051,3 +3051,49 @@ def test_a_router_making_up_a_route_its_passing_runs_were_always_given_is_confid
     assert top.step_id == next(s.step_id for s in a.run.steps if s.name == "route")
     assert "reference:grounded" in top.signals
     assert a.verdict == "confident"
+
+
+def _desk_run(labels: Sequence[str], bug: bool) -> Run:
+    """A desk: a model labels each ticket, a code router passes the label on as the desk to run next; with
+    ``bug`` it makes up ``escalate`` for a refund (a route its passing runs never chose), and that desk runs."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": labels[int(text.split()[-1])]}
+
+    @trajdebug.step(kind="condition")
+    def dispatch(c: dict[str, str]) -> str:
+        return "escalate" if bug and c["label"] == "refund" else c["label"]
+
+    @trajdebug.step(kind="tool")
+    def refund(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "refund", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def shipping(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "shipping", "reply": "parcel re-sent"}
+
+    @trajdebug.step(kind="tool")
+    def escalate(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "escalate", "reply": "a manager will call"}
+
+    desks = {"refund": refund, "shipping": shipping, "escalate": escalate}
+    with deterministic(), capture_runs() as runs, trajdebug.run("desk", task="answer tickets") as r:
+        for i in range(len(labels)):
+            desks[dispatch(classify(f"ticket {i}"))](f"T-{i}")
+        if bug:
+            r.fail("a refund request got 'a manager will call' instead of a refund")
+    (run,) = runs
+    return run
+
+
+def test_a_router_inventing_a_route_its_passing_runs_never_chose_is_blamed_with_references() -> None:
+    """The route the router made up names the desk that ran next (``escalate``), yet its passing runs only ever
+    passed on the label they were given: held to them it made a value up (`chose_next` reads the step's own
+    calls only), and the router ranks first (fix56a probe)."""
+    refs = [_desk_run(k, False) for k in (["shipping", "refund"], ["refund", "shipping"],
+                                          ["refund", "refund", "shipping"], ["shipping", "shipping"])]
+    a = analyze(_desk_run(["shipping", "refund", "shipping"], True), references=refs)
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.output == "escalate" and s.name == "dispatch")
+    assert "reference:grounded" in top.signals
