@@ -33,6 +33,7 @@ from trajdebug.analysis.reference import (
 )
 from trajdebug.analysis.reference._first_picks import first_picks
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
+from trajdebug.analysis.reference._routes import _route as route_of
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.sources.load import load_runs
@@ -3097,3 +3098,87 @@ def test_a_router_inventing_a_route_its_passing_runs_never_chose_is_blamed_with_
     top = a.root_causes[0]
     assert top.step_id == next(s.step_id for s in a.run.steps if s.output == "escalate" and s.name == "dispatch")
     assert "reference:grounded" in top.signals
+
+
+def test_a_code_router_passing_on_given_labels_is_held_to_them_alone() -> None:
+    """Alone, the router's other calls each passed on the whole label they were given: the route it made up
+    (``escalate``, which ran next) is held to them, though it names the next step (`chose_next` skips only calls
+    grounded by a word inside a longer text: review rev56a, HIGH; its probe ``a_desk_alone``)."""
+    a = analyze(_desk_run(["shipping", "refund", "shipping", "shipping"], True))
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.output == "escalate" and s.name == "dispatch")
+    assert "sibling:grounded" in top.signals
+
+
+def _desk_record_run(labels: Sequence[str], bug: bool) -> Run:
+    """`_desk_run` with a plain code router answering a one-field record (``{"desk": "refund"}``)."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": labels[int(text.split()[-1])]}
+
+    @trajdebug.step(kind="other")
+    def dispatch(c: dict[str, str]) -> dict[str, str]:
+        return {"desk": "escalate" if bug and c["label"] == "refund" else c["label"]}
+
+    @trajdebug.step(kind="tool")
+    def refund(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "refund", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def shipping(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "shipping", "reply": "parcel re-sent"}
+
+    @trajdebug.step(kind="tool")
+    def escalate(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "escalate", "reply": "a manager will call"}
+
+    desks = {"refund": refund, "shipping": shipping, "escalate": escalate}
+    with deterministic(), capture_runs() as runs, trajdebug.run("desk2", task="answer tickets") as r:
+        for i in range(len(labels)):
+            desks[dispatch(classify(f"ticket {i}"))["desk"]](f"T-{i}")
+        if bug:
+            r.fail("a refund request got 'a manager will call' instead of a refund")
+    (run,) = runs
+    return run
+
+
+def test_a_code_router_answering_a_record_that_makes_up_a_route_stays_named_alone() -> None:
+    """The router as a plain code step answering ``{"desk": c["label"]}``: the made-up ``escalate`` is held to its
+    other calls, which each copied a whole given label, and the router stays among the first four (review
+    rev56a, HIGH; its probe ``a2_desk_alone``)."""
+    a = analyze(_desk_record_run(["shipping", "refund", "shipping", "shipping"], True))
+    bad = next(s.step_id for s in a.run.steps if s.name == "dispatch" and s.output == {"desk": "escalate"})
+    top4 = a.root_causes[:4]
+    assert bad in [c.step_id for c in top4]
+    assert "sibling:grounded" in next(c for c in top4 if c.step_id == bad).signals
+
+
+def test_a_one_field_record_holding_an_id_is_no_route() -> None:
+    """A code step picking the account of each order (``{"account": "C-101"}``), each account's sub-step named by
+    it: the default account it made up (``C-100``) names the step that ran next, yet an id is data, not a route,
+    and the step's other calls each copied a given id (review rev56a, MEDIUM; its probe ``b3_accounts``)."""
+    orders = [{"order": f"O-{i}", "customer": f"C-10{i}"} for i in range(1, 5)]
+
+    @trajdebug.step(kind="other")
+    def pick_account(o: dict[str, str]) -> dict[str, str]:
+        return {"account": "C-100"} if o["order"] == "O-3" else {"account": o["customer"]}
+
+    @trajdebug.step(kind="tool")
+    def charge(acct: dict[str, str], order: str) -> dict[str, Any]:
+        return {"charged": acct, "order": order, "ok": True}
+
+    with deterministic(), capture_runs() as runs, trajdebug.run("acct3", task="handle tickets") as r:
+        for o in orders:
+            c = pick_account(o)
+            with trajdebug.step(c["account"], kind="agent", input=c):
+                charge(dict(c), o["order"])
+        r.fail("order O-3 was charged to account C-100, not its customer C-103")
+    (run,) = runs
+    a = analyze(run)
+    bad = next(s.step_id for s in run.steps if s.name == "pick_account" and s.output == {"account": "C-100"})
+    top4 = a.root_causes[:4]
+    assert bad in [c.step_id for c in top4]
+    assert "sibling:grounded" in next(c for c in top4 if c.step_id == bad).signals
+    assert route_of({"account": "C-100"}) is None
+    assert route_of({"next": "agent_2"}) == "agent_2"
