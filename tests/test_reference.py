@@ -3182,3 +3182,43 @@ def test_a_one_field_record_holding_an_id_is_no_route() -> None:
     assert "sibling:grounded" in next(c for c in top4 if c.step_id == bad).signals
     assert route_of({"account": "C-100"}) is None
     assert route_of({"next": "agent_2"}) == "agent_2"
+
+
+class TestSameInputNeedsTheFirstInput:
+    """nu29 finding 2: a constant ``task`` over runs given other entry arguments is not the same input."""
+
+    @staticmethod
+    def _run(rid: str, first: Any, task: str = "expense report", outcome: str = "success") -> Run:
+        steps = (
+            Step(f"{rid}1", "receipts", "input", input=first, output=first, start_ns=1, end_ns=2),
+            Step(f"{rid}2", "total", "tool", input={"n": 1}, output={"eur": 3.0}, start_ns=3, end_ns=4),
+        )
+        return Run(rid, "expenses", metadata={"task": task}, outcome=outcome, steps=steps)
+
+    def test_one_task_with_other_receipts_is_another_input_in_the_analysis_and_the_diff(self) -> None:
+        from trajdebug.analysis.reference import same_request
+        from trajdebug.api import same_input
+        from trajdebug.replay.align import input_difference
+
+        bad = self._run("f", {"text": "Delta | 612.40 | USD"}, outcome="failure")
+        other = self._run("o", {"text": "Dishoom | 64.20 | GBP"})
+        assert not same_request(bad, other) and same_input(bad, [bad, other]) is None
+        differ = input_difference(other, bad)
+        assert differ is not None and differ.what == "first step receipts's input"
+        twin = self._run("t", {"text": "Delta | 612.40 | USD"})
+        assert same_request(bad, twin) and same_input(bad, [bad, other, twin]) is twin
+        assert input_difference(twin, bad) is None
+        assert not same_request(bad, self._run("x", {"text": "Delta | 612.40 | USD"}, task="another report"))
+
+    def test_a_retry_stamped_with_its_own_request_id_and_time_is_the_same_input(self) -> None:
+        """A retry of one request whose first input carries a new request id and receipt time is the same input;
+        the same stamps over other receipts are not."""
+        from trajdebug.analysis.reference import same_request
+
+        def first(rid: str, at: str, text: str) -> dict[str, Any]:
+            return {"request_id": rid, "receivedAt": at, "receipts": {"text": text, "trace_id": rid}}
+
+        a = self._run("a", first("rq-1", "2026-12-06T10:00", "Delta | 612.40 | USD"), outcome="failure")
+        b = self._run("b", first("rq-2", "2026-12-06T10:05", "Delta | 612.40 | USD"))
+        c = self._run("c", first("rq-3", "2026-12-06T10:09", "Dishoom | 64.20 | GBP"))
+        assert same_request(a, b) and not same_request(a, c)
