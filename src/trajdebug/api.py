@@ -384,7 +384,7 @@ class SameInput:
     def of(self, run: Run) -> Run | None:
         """The latest passing run of the same agent given the same input as ``run`` (the later in the pool among
         equal starts), other than itself; None when there is none (`same_request`'s rule, on stored keys)."""
-        from trajdebug.analysis.reference import first_input_key, input_key, same_agent
+        from trajdebug.analysis.reference import first_input_key, first_inputs_agree, input_key, same_agent
 
         key = input_key(run)
         if key is None:
@@ -396,7 +396,7 @@ class SameInput:
                 r.run_id != run.run_id
                 and same_agent(r, run)
                 and (best is None or r.start_ns >= best.start_ns)
-                and (mine is None or first is None or mine == first)
+                and first_inputs_agree(mine, first)
             ):
                 best = r
         return best

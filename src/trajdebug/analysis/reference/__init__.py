@@ -28,6 +28,7 @@ from trajdebug.analysis.reference._relations import relayed_source
 from trajdebug.analysis.reference._select import (
     MAX_REFERENCES,
     first_input_key,
+    first_inputs_agree,
     given_input,
     input_key,
     is_original,
@@ -48,6 +49,7 @@ __all__ = [
     "asked_before",
     "given_input",
     "first_input_key",
+    "first_inputs_agree",
     "input_key",
     "is_original",
     "learn",

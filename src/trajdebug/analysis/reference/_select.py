@@ -146,13 +146,18 @@ def same_request(a: Run, b: Run) -> bool:
         return False
     if x[0] == "first":
         return True
-    fa, fb = first_input_key(a), first_input_key(b)
-    return fa is None or fb is None or fa == fb
+    return first_inputs_agree(first_input_key(a), first_input_key(b))
+
+
+def first_inputs_agree(a: str | None, b: str | None) -> bool:
+    """Whether two runs' first inputs (`first_input_key`) leave them the same input: equal, or one not stated."""
+    return a is None or b is None or a == b
 
 
 __all__ = [
     "MAX_REFERENCES",
     "first_input_key",
+    "first_inputs_agree",
     "given_input",
     "input_key",
     "is_original",
