@@ -94,9 +94,10 @@ blind and frozen on 2026-12-06 at 16:25 and 16:40 UTC, scored once held out at 1
 round's final analysis: development suites since).  ``suite_zzzd`` and ``suite_zzze`` (written blind and frozen
 at 17:07 and 17:25 UTC, scored once held out at 18:55-18:56 UTC on 79545659, the last round's final analysis:
 development suites since).  ``suite_zzzf`` and ``suite_zzzg`` (written blind and frozen
-at 19:17 and 19:13 UTC, scored once held out at 20:50-20:51 UTC on 2886c1f5, the round's final analysis: development
-suites since).  ``suite_zzzh`` and ``suite_zzzi`` (written blind and frozen at 20:40 and 20:47 UTC: the next round's
-first measure) are held out
+at 19:17 and 19:13 UTC, scored once held out at 20:50-20:51 UTC on 2886c1f5, the last round's final analysis: development
+suites since).  ``suite_zzzh`` and ``suite_zzzi`` (written blind and frozen at 20:40 and 20:47 UTC, scored once held
+out at 22:04 UTC on 56fb6330, the last round's final analysis: development suites since).  ``suite_zzzj`` and
+``suite_zzzk`` (written blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -120,8 +121,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzi": "held out (written blind and frozen on 2026-12-06 at 20:47 UTC; not yet scored: the next round's first measure, with suite_zzzh)",
-    "suite_zzzh": "held out (written blind and frozen on 2026-12-06 at 20:40 UTC; not yet scored: the next round's first measure, with suite_zzzi)",
+    "suite_zzzk": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzj)",
+    "suite_zzzj": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzk)",
+    "suite_zzzi": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
+    "suite_zzzh": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
     "suite_zzzg": "development (scored once held out on 2026-12-06 at 20:51 UTC on 2886c1f5; its misses not yet studied)",
     "suite_zzzf": "development (scored once held out on 2026-12-06 at 20:50 UTC on 2886c1f5; its misses not yet studied)",
     "suite_zzze": "development (scored once held out on 2026-12-06 at 18:56 UTC on 79545659; its misses not yet studied)",
