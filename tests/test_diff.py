@@ -137,7 +137,7 @@ class TestDiffCommand:
         same = CliRunner().invoke(cli, ["diff", f"{path}@{run.run_id}", f"{path}@{run.run_id}"])
         assert same.exit_code != 0 and "same run" in same.output
         missing = CliRunner().invoke(cli, ["diff", "feedbeef", "deadbeef", "--store", path])
-        assert missing.exit_code != 0 and "no run 'feedbeef'" in missing.output
+        assert missing.exit_code != 0 and "no run 'deadbeef'" in missing.output  # BAD is read first: GOOD is its twin
 
 
 class TestVerifyOption:
@@ -821,7 +821,7 @@ def test_runs_that_state_no_input_are_never_paired_as_runs_of_the_same_input(tmp
     result = analyze_source(path)
     assert result.twins == (None,) and not [h for h in result.hints if "trajdebug diff" in h]
     doc = json.loads(CliRunner().invoke(cli, ["analyze", str(path), "--json"]).output)
-    assert doc["runs"][0]["references"] and "same_input" not in doc["runs"][0]
+    assert doc["runs"][0]["references"] and doc["runs"][0]["same_input"] == []
     doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
     assert doc["inputs_differ"] is None
 
@@ -956,3 +956,23 @@ def test_a_first_divergence_asked_otherwise_by_an_enclosing_step_asked_otherwise
     assert "first divergence: deck_plan#" in text
     assert "its request comes from the step enclosing it, book_crossing#" in text and "differs too" in text
     assert "outside the recorded steps" not in text
+
+
+def test_diff_of_a_file_with_itself_compares_the_failing_run_with_its_same_input_passing_run(tmp_path: Path) -> None:
+    """``diff FILE FILE`` takes as GOOD the passing run given the failing run's input when the file holds one,
+    before a newer passing run of another input (nu30 finding 4: "inputs differ" though the twin was there)."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    ids = {}
+    for ticket, bike, fail in (("T-12", "gravel", False), ("T-12", "road", True), ("T-9", "road", False)):
+        with trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("lookup", kind="tool", input={"ticket": ticket}) as s:
+                s.output = {"bike": bike}
+            if fail:
+                r.fail("wrong bike")
+        ids[(ticket, fail)] = r.run_id
+    data = json.loads(CliRunner().invoke(cli, ["diff", str(path), str(path), "--json"]).output)
+    assert data["good"] == ids[("T-12", False)] and data["bad"] == ids[("T-12", True)]
+    out = " ".join(CliRunner().invoke(cli, ["diff", str(path), str(path)]).output.split())
+    assert "inputs differ" not in out and "first divergence: lookup" in out
