@@ -976,3 +976,23 @@ def test_diff_of_a_file_with_itself_compares_the_failing_run_with_its_same_input
     assert data["good"] == ids[("T-12", False)] and data["bad"] == ids[("T-12", True)]
     out = " ".join(CliRunner().invoke(cli, ["diff", str(path), str(path)]).output.split())
     assert "inputs differ" not in out and "first divergence: lookup" in out
+
+
+def test_a_first_divergence_between_two_records_names_the_fields_that_differ(tmp_path: Path) -> None:
+    """Under a first divergence whose outputs are records, ``differs in:`` names the fields whose values differ
+    (two swapped dates: both named), and a piped diff keeps each value on one line (nu30 finding 8)."""
+    import trajdebug
+    from trajdebug.replay.diffview import differing_paths
+
+    path = tmp_path / "runs.jsonl"
+    for issued, due, fail in (("2026-11-01", "2026-12-01", False), ("2026-12-01", "2026-11-01", True)):
+        with trajdebug.run("invoices", path=str(path), task="file INV-1187") as r:
+            with trajdebug.step("extract_header", kind="parse", input={"doc": "INV-1187"}) as s:
+                s.output = {"vendor": "ACME " * 20, "issue_date": issued, "due_date": due, "lines": [1, 2]}
+            if fail:
+                r.fail("due before issue")
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "  differs in: due_date, issue_date" in out.splitlines()
+    assert any(line.startswith("  bad:") and '"issue_date":"2026-12-01"' in line for line in out.splitlines())
+    assert differing_paths({"a": {"b": [1, 2]}, "c": 1}, {"a": {"b": [1, 3]}, "c": 1, "d": 0}) == ["a.b[1]", "d"]
+    assert differing_paths("some text", "other text") == [] and differing_paths({"a": 1}, {"a": 1}) == []

@@ -102,6 +102,9 @@ def _render_diff(al: Any, iso: Any) -> None:
     from trajdebug.replay.diffview import diff_lines
 
     con = console()
+    # Piped into a file or a pager, a value is one line (nu30 finding 8: wrapped at 80 columns mid-value, a date
+    # read "2026-12-0" / "1"); on a terminal, rich wraps to its width.
+    con.soft_wrap = not con.is_terminal
     for line in diff_lines(al, iso):
         text = Text()
         for part, style in line:
