@@ -3222,3 +3222,27 @@ class TestSameInputNeedsTheFirstInput:
         b = self._run("b", first("rq-2", "2026-12-06T10:05", "Delta | 612.40 | USD"))
         c = self._run("c", first("rq-3", "2026-12-06T10:09", "Dishoom | 64.20 | GBP"))
         assert same_request(a, b) and not same_request(a, c)
+
+
+def test_a_same_input_answer_names_both_values_where_they_differ(tmp_path: Path) -> None:
+    """The same-input reason shows what the step answered and what the passing run of that input answered, cut
+    around where they first differ (nu30 finding 5: "it answered differently" named no value)."""
+    import trajdebug
+    from trajdebug.api import analyze_source
+
+    path = tmp_path / "runs.jsonl"
+    for income, fail in ((62400.0, False), (5200.0, True)):
+        with trajdebug.run("loan-screen", path=str(path), task="screen app-3301") as r:
+            with trajdebug.step("read_form", kind="tool", input={"app": "app-3301"}) as f:
+                f.output = {"income": "EUR 5,200 / month", "note": "x" * 200}
+            with trajdebug.step("parse_income", kind="parse", input=f.output) as p:
+                p.output = {"annual_income": income}
+            with trajdebug.step("compute_dti", kind="other", input=p.output) as c:
+                c.output = {"dti": round(4800 / income, 3)}
+            if fail:
+                r.fail(f"DTI {c.output['dti']} over the limit")
+    [analysis] = analyze_source(path).analyses
+    names = {s.step_id: s.name for s in analysis.run.steps}
+    reasons = [r for c in analysis.root_causes if names.get(c.step_id) == "parse_income" for r in c.reasons]
+    said = [r for r in reasons if "answered differently" in r]
+    assert said and '5200.0} where the passing run answered {"annual_income": 62400.0}' in said[0].replace("\n", "")
