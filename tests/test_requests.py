@@ -379,3 +379,10 @@ class TestSeriesExcluded:
         a = analyze_source(path).analyses[0]
         assert all("request-flag" not in c.signals for c in a.root_causes)
         assert a.run.step(a.root_causes[0].step_id).name == "find_rooms"
+
+    def test_an_excluded_code_still_makes_the_request_a_filter_over_its_series(self) -> None:
+        """rev57f: alternatives near R-104 with R-101 excluded name neither (R-105, R-106): right, as main read it
+        (two codes of one series asked); leaving the excluded code out of the count blamed the tool."""
+        out = {"options": [{"id": "R-105", "seats": 4}, {"id": "R-106", "seats": 12}]}
+        run = _run(_t("t", "alternatives", "tool", 1, input={"near": "R-104", "exclude": ["R-101"]}, output=out))
+        assert _ev(run, "t", "request-series") == []

@@ -432,7 +432,10 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     answer = _codes(text)
     # A code written inside a compound one names it too (``M1`` in ``RT-Q12-M1``).
     answer += [p for c in answer if "-" in c for p in _codes(c.replace("-", " "))]
-    stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
+    # Codes given to be left out still make the request a filter over their series (``near=R-104``,
+    # ``exclude=[R-101]``: alternatives, which name neither), as on main (review rev57f).
+    given = _codes(" ".join(v for _, v in content.leaves(args) if isinstance(v, str))) if args is not None else codes
+    stems = [c[: m.start()] for c in given if (m := _LAST_RUN.search(c)) is not None]
     for code in codes:
         last = _LAST_RUN.search(code)
         if (
