@@ -36,6 +36,11 @@ from benchmarks/train_results.json and the model without fitting;
 ``--compare --corpus FILE`` cross-validates the first shipped model's recipe
 (pointwise boosting, no ``ranker:*`` features) on the same folds and adds it
 to the results and the docs.
+``--against-shipped FILE --corpus FILE`` (round 56, benchmarks/train_rule_round56.md) sets the retrained
+recipe's leave-one-suite-out top-1 (the saved results) beside the shipped model's, every case scored by a model that
+never saw its suite: the shipped model's stored leave-one-suite-out predictions (FILE: its train_results.json) on the
+sources it was trained on, its plain predictions on the rest; it adds ``against_shipped`` to the results and prints
+the rule's numbers and decision.
 """
 
 from __future__ import annotations
@@ -393,6 +398,81 @@ def compare(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     return out
 
 
+def _first(v: dict[str, float], who: str) -> int:
+    """Cases ranked first in a `benchmarks.learning.table` row."""
+    return round(v[f"{who}_top1"] * v["n"])
+
+
+def against_shipped(
+    cases: Sequence[Case], res: dict[str, Any], stored: dict[str, Any], shipped: Model, newest: Sequence[str]
+) -> dict[str, Any]:
+    """The retrained recipe against the shipped model, every case scored by a model that never saw its suite
+    (benchmarks/train_rule_round56.md): per source, cases ranked first by the recipe left out by suite (``res``),
+    by the hand ranking, and by the shipped model (its stored leave-one-suite-out row of ``stored`` where it was
+    trained on the source, else its plain predictions, `benchmarks.recalibrate.row`); summed over all and over
+    ``newest``; and the rule's decision."""
+    from benchmarks.recalibrate import row
+
+    seen = set((shipped.meta or {}).get("cases", {}))
+    by: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by[c.suite].append(c)
+    per: dict[str, dict[str, Any]] = {}
+    for s, cs in by.items():
+        new = res["loso"][s]
+        if s in seen:
+            old, how = _first(stored["loso"][s], "learned"), "stored"
+            old_n = round(stored["loso"][s]["n"])
+        else:
+            old, how, old_n = sum(row(c, shipped).ok for c in cs), "plain", len(cs)
+        per[s] = {"n": len(cs), "retrained": _first(new, "learned"), "hand": _first(new, "hand"), "shipped": old,
+                  "shipped_n": old_n, "shipped_from": how}
+
+    def total(names: Sequence[str]) -> dict[str, int]:
+        return {k: sum(per[s][k] for s in names) for k in ("n", "retrained", "hand", "shipped", "shipped_n")}
+
+    unseen = [s for s in per if s not in seen]
+    over, top = total(list(per)), total(newest)
+    cal, fw = res["calibration"], res["loso_framework"]["all"]
+    ww = res["kfold"].get("whowhen", {}).get("learned_top1", 0.0)
+    checks = {
+        "over_all": over["retrained"] >= over["shipped"],
+        "newest": top["retrained"] >= top["shipped"],
+        "by_suite": res["loso"]["all"]["learned_top1"] > res["loso"]["all"]["hand_top1"],
+        "by_route": res["loro"]["all"]["learned_top1"] > res["loro"]["all"]["hand_top1"],
+        "framework": fw["learned_top1"] > fw["hand_top1"],
+        "whowhen": ww >= 0.30,
+        "ece": cal["ece"] <= 0.05,
+        "nested_precision": cal["nested_precision"] >= 0.895,
+    }
+    return {"per_source": per, "all": over, "newest": top, "newest_suites": list(newest), "unseen": total(unseen),
+            "seen": total([s for s in per if s in seen]), "checks": checks, "ship": all(checks.values())}
+
+
+def _against_lines(a: dict[str, Any], res: dict[str, Any]) -> list[str]:
+    """The rule's numbers, as printed."""
+    def part(name: str, t: dict[str, int]) -> str:
+        return (f"{name}: {t['n']} cases; retrained {t['retrained']}, shipped {t['shipped']} (of {t['shipped_n']}),"
+                f" hand {t['hand']}")
+
+    lo, ro, fw = res["loso"]["all"], res["loro"]["all"], res["loso_framework"]["all"]
+    cal = res["calibration"]
+    out = [part("over all", a["all"]), part(f"newest ({a['newest_suites'][0]} to {a['newest_suites'][-1]})", a["newest"]),
+           part("sources the shipped model was trained on", a["seen"]), part("suites it never saw", a["unseen"]),
+           f"by suite {100 * lo['learned_top1']:.1f} against hand {100 * lo['hand_top1']:.1f} (won {lo['won']:.0f} / lost {lo['lost']:.0f})",
+           f"by route {100 * ro['learned_top1']:.1f} against hand {100 * ro['hand_top1']:.1f} (won {ro['won']:.0f} / lost {ro['lost']:.0f})",
+           f"framework suites left out {100 * fw['learned_top1']:.1f} against hand {100 * fw['hand_top1']:.1f} (won {fw['won']:.0f} / lost {fw['lost']:.0f})",
+           f"Who&When five folds {100 * res['kfold'].get('whowhen', {}).get('learned_top1', 0.0):.1f}",
+           f"ECE {cal['ece']:.3f}; confident {100 * cal['precision_confident']:.1f} % at {100 * cal['coverage_confident']:.1f} %"
+           f" (nested {100 * cal['nested_precision']:.2f} % at {100 * cal['nested_coverage']:.1f} %)",
+           "checks: " + ", ".join(f"{k} {'holds' if v else 'FAILS'}" for k, v in a["checks"].items()),
+           f"ship: {'yes' if a['ship'] else 'no'}"]
+    for s, v in a["per_source"].items():
+        out.append(f"  {s}: n {v['n']}, retrained {v['retrained']}, shipped {v['shipped']} ({v['shipped_from']}, of"
+                   f" {v['shipped_n']}), hand {v['hand']}")
+    return out
+
+
 def final(
     cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any], recipe: L.Recipe | None = None
 ) -> Model:
@@ -441,9 +521,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
     ap.add_argument("--compare", action="store_true",
                     help="cross-validate the first model's recipe (pointwise, no ranker:* features) into the saved results")
+    ap.add_argument("--against-shipped", type=Path, metavar="FILE",
+                    help="the shipped model's train_results.json: set the saved results beside it (round 56's rule)")
+    ap.add_argument("--shipped-model", type=Path, default=DEFAULT_PATH, help="the shipped model (--against-shipped)")
+    ap.add_argument("--newest-from", default="suite_zzf",
+                    help="the first of the newest suites the rule compares apart (--against-shipped)")
     args = ap.parse_args(argv)
     if args.render_only:
         return _render_docs(args.card, json.loads(RESULTS.read_text()), load_model(args.out))
+    if args.against_shipped:
+        if args.corpus is None or not args.corpus.exists():
+            ap.error("--against-shipped needs --corpus FILE (the corpus the results were measured on)")
+        saved = json.loads(RESULTS.read_text())
+        names = list(corpus_mod.DEV_SUITES)
+        newest = [s for s in names[names.index(args.newest_from):] if s in L.FRAMEWORK]
+        a = against_shipped(corpus_mod.load(args.corpus), saved, json.loads(args.against_shipped.read_text()),
+                            load_model(args.shipped_model), newest)
+        saved["against_shipped"] = a
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        print("\n".join(_against_lines(a, saved)))
+        return 0
     if args.compare:
         if args.corpus is None or not args.corpus.exists():
             ap.error("--compare needs --corpus FILE (the corpus the results were measured on)")

@@ -460,3 +460,34 @@ def test_the_shipped_model_thresholds_load_and_are_the_ones_the_recalibration_me
     base = shipped_calibrator(m)
     before = ((m.meta or {}).get("recalibrated") or {}).get("before")
     assert (base.platt, base.confident) == ((tuple(before["platt"]), before["confident"]) if before else (m.platt, m.confident))
+
+
+def test_against_the_shipped_model_each_source_is_scored_by_a_model_that_never_saw_it() -> None:
+    """Round 56's rule: the shipped model's stored left-out row where it trained on a source, its plain predictions
+    where it never saw the suite; the retrained recipe's and the hand ranking's from the new results."""
+    from benchmarks import train
+    from benchmarks.corpus import Case
+
+    def case(suite: str, i: int, root_first: bool) -> Case:
+        keys = [(None, "a"), (None, "b")]
+        return Case(suite, "r", "f", "x", f"{suite}/{i}", [keys[0] if root_first else keys[1]], keys,
+                    [{"hand_score": 1.0}, {"hand_score": 0.5}])
+
+    cases = [case("suite_a", i, i < 3) for i in range(4)] + [case("suite_zzf", i, i < 1) for i in range(4)]
+    row = {"n": 4.0, "learned_top1": 0.5, "hand_top1": 0.75, "won": 0.0, "lost": 1.0}
+    res = {"loso": {"all": {**row, "n": 8.0}, "suite_a": row, "suite_zzf": {**row, "learned_top1": 0.25, "hand_top1": 0.25}},
+           "loro": {"all": {**row, "n": 8.0, "learned_top1": 0.6, "hand_top1": 0.5}},
+           "loso_framework": {"all": {**row, "learned_top1": 0.6, "hand_top1": 0.5}},
+           "kfold": {"whowhen": {"learned_top1": 0.4}},
+           "calibration": {"ece": 0.04, "nested_precision": 0.9, "precision_confident": 0.9, "coverage_confident": 0.2,
+                           "nested_coverage": 0.2}}
+    stored = {"loso": {"suite_a": {"n": 4.0, "learned_top1": 1.0}}}
+    # No trees: every step scores alike, so the shipped model's plain best candidate is the hand ranking's first.
+    shipped = Model((), 0.0, 1.0, (), meta={"cases": {"suite_a": 4}})
+    a = train.against_shipped(cases, res, stored, shipped, ["suite_zzf"])
+    assert a["per_source"]["suite_a"] == {"n": 4, "retrained": 2, "hand": 3, "shipped": 4, "shipped_n": 4, "shipped_from": "stored"}
+    assert a["per_source"]["suite_zzf"] == {"n": 4, "retrained": 1, "hand": 1, "shipped": 1, "shipped_n": 4, "shipped_from": "plain"}
+    assert a["all"]["retrained"] == 3 and a["all"]["shipped"] == 5 and a["newest"]["shipped"] == 1
+    assert not a["checks"]["over_all"] and a["checks"]["newest"] and not a["checks"]["by_suite"] and a["checks"]["by_route"]
+    assert not a["ship"]
+    assert any(line.startswith("ship: no") for line in train._against_lines(a, res))
