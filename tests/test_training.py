@@ -491,3 +491,25 @@ def test_against_the_shipped_model_each_source_is_scored_by_a_model_that_never_s
     assert not a["checks"]["over_all"] and a["checks"]["newest"] and not a["checks"]["by_suite"] and a["checks"]["by_route"]
     assert not a["ship"]
     assert any(line.startswith("ship: no") for line in train._against_lines(a, res))
+
+
+def test_cross_validation_fits_each_fold_as_fit_does_from_the_matrix_built_once() -> None:
+    """`benchmarks.learning._Folds` hands each fold its rows and its own vocabulary's columns of the corpus's
+    matrix: the model is the one `benchmarks.learning.fit` gives on the fold's cases (a feature one fold never
+    sees is no column of its model)."""
+    from benchmarks import learning
+    from benchmarks.corpus import Case
+
+    cases = []
+    for i in range(24):
+        extra = {"only_b": float(i % 2)} if i % 3 == 1 else {}
+        rows = [{"hand_rank_inv": 1.0, "sep": 0.0, "noise": float(i % 5), "output_log": 3.0},
+                {"hand_rank_inv": 0.5, "sep": 1.0, "noise": float(i % 7), **extra},
+                {"hand_rank_inv": 1 / 3, "noise": float(i % 3)}]
+        keys = [(None, "a"), (None, "b"), (None, "c")]
+        cases.append(Case(f"s{i % 3}", "r", "f", f"g{i % 6}", f"c{i}", [keys[1]], keys, rows))
+    folds = learning._Folds(cases, None, None)
+    for f in ("s0", "s1", "s2"):
+        train = [i for i, c in enumerate(cases) if c.suite != f]
+        want = learning.fit([cases[i] for i in train])
+        assert folds.fit(train, learning.SEED).to_dict() == want.to_dict()
