@@ -223,8 +223,10 @@ def cross_validate(
     params: dict[str, Any] | None = None,
     recipe: Recipe | None = None,
     seed: int = SEED,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Out-of-fold predictions: for every case (``only``: those selected), the model fitted without its fold."""
+    """Out-of-fold predictions: for every case (``only``: those selected), the model fitted without its fold
+    (``progress``: told each fold as it is done)."""
     folds: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
         folds[split(c)].append(c)
@@ -251,6 +253,8 @@ def cross_validate(
                     "top_ok": bool(order) and labels[order[0]] == 1,
                 }
             )
+        if progress is not None:
+            progress(f"fold {name} done ({len(out)} cases scored)")
     return out
 
 

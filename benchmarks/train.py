@@ -354,15 +354,15 @@ def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -
 def evaluate(cases: list[Case], progress: Any = print, recipe: L.Recipe | None = None) -> dict[str, Any]:
     """Every cross-validation the model card reports, of ``recipe`` (default `benchmarks.learning.RECIPE`)."""
     res: dict[str, Any] = {}
-    loso = L.cross_validate(cases, L.by_suite, recipe=recipe)
+    loso = L.cross_validate(cases, L.by_suite, recipe=recipe, progress=progress)
     res["loso"] = L.table(loso, lambda r: r["case"].suite)
     res["loso_framework"] = L.table([r for r in loso if r["case"].suite in L.FRAMEWORK], lambda r: r["case"].suite)
     res["loso_fault"] = L.table(loso, lambda r: f"{r['case'].suite}/{r['case'].fault}")
     progress("cv: leave one suite out done")
-    loro = L.cross_validate(cases, L.by_route, recipe=recipe)
+    loro = L.cross_validate(cases, L.by_route, recipe=recipe, progress=progress)
     res["loro"] = L.table(loro, lambda r: r["case"].route)
     progress("cv: leave one route out done")
-    k5 = L.cross_validate(cases, L.kfold(5), recipe=recipe)
+    k5 = L.cross_validate(cases, L.kfold(5), recipe=recipe, progress=progress)
     res["kfold"] = L.table(k5, lambda r: r["case"].suite)
     res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
     progress("cv: five folds by agent done")
