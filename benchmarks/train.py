@@ -503,11 +503,19 @@ def _render_docs(card: Path, res: dict[str, Any], model: Model | None) -> int:
     return 0
 
 
-def recipe(group: str | None = None) -> L.Recipe:
-    """`benchmarks.learning.RECIPE`, counting cases by ``group`` (``"suite"`` or ``"route"``) when given."""
+def recipe(group: str | None = None, boost: Sequence[str] = ()) -> L.Recipe:
+    """`benchmarks.learning.RECIPE`, counting cases by ``group`` (``"suite"`` or ``"route"``) when given, with each
+    ``SUITE=X`` of ``boost`` setting that source's `Recipe.boost` (the others' kept)."""
     from dataclasses import replace
 
-    return L.RECIPE if group is None else replace(L.RECIPE, group=group)
+    r = L.RECIPE if group is None else replace(L.RECIPE, group=group)
+    if boost:
+        more = dict(r.boost)
+        for item in boost:
+            name, _, x = item.partition("=")
+            more[name] = float(x)
+        r = replace(r, boost=tuple(more.items()))
+    return r
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -518,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
     ap.add_argument("--group", choices=("suite", "route"),
                     help="what the recipe's balance counts cases by (default: benchmarks.learning.RECIPE's)")
+    ap.add_argument("--boost", action="append", default=[], metavar="SUITE=X",
+                    help="weigh SUITE's cases X times (replaces benchmarks.learning.RECIPE's boost of it; round 57)")
     ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
     ap.add_argument("--compare", action="store_true",
                     help="cross-validate the first model's recipe (pointwise, no ranker:* features) into the saved results")
@@ -554,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = corpus_mod.build(args.workdir or Path(tempfile.mkdtemp(prefix="trajdebug-train-")))
         if args.corpus is not None:
             corpus_mod.save(cases, args.corpus)
-    r = recipe(args.group)
+    r = recipe(args.group, args.boost)
     res = evaluate(cases, recipe=r)
     counts: dict[str, int] = defaultdict(int)
     for c in cases:
