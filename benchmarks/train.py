@@ -40,7 +40,9 @@ to the results and the docs.
 recipe's leave-one-suite-out top-1 (the saved results) beside the shipped model's, every case scored by a model that
 never saw its suite: the shipped model's stored leave-one-suite-out predictions (FILE: its train_results.json) on the
 sources it was trained on, its plain predictions on the rest; it adds ``against_shipped`` to the results and prints
-the rule's numbers and decision.
+the rule's numbers and decision; ``--fresh FILE2`` (round 57, benchmarks/train_rule_round57.md) adds the final
+model (``--out``) against the shipped one on cases of suites neither was trained on (their plain predictions).
+``--boost SUITE=X`` weighs a source's cases X times for this run (`benchmarks.learning.Recipe.boost`).
 """
 
 from __future__ import annotations
@@ -403,14 +405,33 @@ def _first(v: dict[str, float], who: str) -> int:
     return round(v[f"{who}_top1"] * v["n"])
 
 
+def fresh(cases: Sequence[Case], shipped: Model, retrained: Model) -> dict[str, dict[str, int]]:
+    """Per suite of ``cases`` (suites neither model was trained on) and ``"all"``: cases, and those whose best
+    candidate is right under the retrained model's trees, the shipped model's (`benchmarks.recalibrate.row`) and the
+    hand ranking (round 57's ninth condition, benchmarks/train_rule_round57.md)."""
+    from benchmarks.recalibrate import row
+
+    per: dict[str, dict[str, int]] = {}
+    for c in cases:
+        v = per.setdefault(c.suite, {"n": 0, "retrained": 0, "shipped": 0, "hand": 0})
+        v["n"] += 1
+        v["retrained"] += row(c, retrained).ok
+        v["shipped"] += row(c, shipped).ok
+        v["hand"] += bool(c.rows) and c.labels()[0] == 1
+    per["all"] = {k: sum(v[k] for v in per.values()) for k in ("n", "retrained", "shipped", "hand")}
+    return per
+
+
 def against_shipped(
-    cases: Sequence[Case], res: dict[str, Any], stored: dict[str, Any], shipped: Model, newest: Sequence[str]
+    cases: Sequence[Case], res: dict[str, Any], stored: dict[str, Any], shipped: Model, newest: Sequence[str],
+    fresh_cases: Sequence[Case] = (), retrained: Model | None = None,
 ) -> dict[str, Any]:
     """The retrained recipe against the shipped model, every case scored by a model that never saw its suite
     (benchmarks/train_rule_round56.md): per source, cases ranked first by the recipe left out by suite (``res``),
     by the hand ranking, and by the shipped model (its stored leave-one-suite-out row of ``stored`` where it was
     trained on the source, else its plain predictions, `benchmarks.recalibrate.row`); summed over all and over
-    ``newest``; and the rule's decision."""
+    ``newest`` (those of the corpus); with ``fresh_cases``, the final ``retrained`` model against the shipped one on
+    suites neither saw (round 57, `fresh`); and the rule's decision."""
     from benchmarks.recalibrate import row
 
     seen = set((shipped.meta or {}).get("cases", {}))
@@ -432,6 +453,7 @@ def against_shipped(
         return {k: sum(per[s][k] for s in names) for k in ("n", "retrained", "hand", "shipped", "shipped_n")}
 
     unseen = [s for s in per if s not in seen]
+    newest = [s for s in newest if s in per]
     over, top = total(list(per)), total(newest)
     cal, fw = res["calibration"], res["loso_framework"]["all"]
     ww = res["kfold"].get("whowhen", {}).get("learned_top1", 0.0)
@@ -445,8 +467,13 @@ def against_shipped(
         "ece": cal["ece"] <= 0.05,
         "nested_precision": cal["nested_precision"] >= 0.895,
     }
+    out: dict[str, Any] = {}
+    if fresh_cases:
+        assert retrained is not None, "fresh cases need the retrained model"
+        out["fresh"] = fresh(fresh_cases, shipped, retrained)
+        checks["fresh"] = out["fresh"]["all"]["retrained"] >= out["fresh"]["all"]["shipped"]
     return {"per_source": per, "all": over, "newest": top, "newest_suites": list(newest), "unseen": total(unseen),
-            "seen": total([s for s in per if s in seen]), "checks": checks, "ship": all(checks.values())}
+            "seen": total([s for s in per if s in seen]), **out, "checks": checks, "ship": all(checks.values())}
 
 
 def _against_lines(a: dict[str, Any], res: dict[str, Any]) -> list[str]:
@@ -465,8 +492,15 @@ def _against_lines(a: dict[str, Any], res: dict[str, Any]) -> list[str]:
            f"Who&When five folds {100 * res['kfold'].get('whowhen', {}).get('learned_top1', 0.0):.1f}",
            f"ECE {cal['ece']:.3f}; confident {100 * cal['precision_confident']:.1f} % at {100 * cal['coverage_confident']:.1f} %"
            f" (nested {100 * cal['nested_precision']:.2f} % at {100 * cal['nested_coverage']:.1f} %)",
+           *([] if "fresh" not in a else [
+               f"fresh ({', '.join(s for s in a['fresh'] if s != 'all')}, neither model trained on them): "
+               f"{a['fresh']['all']['n']} cases; retrained {a['fresh']['all']['retrained']}, shipped"
+               f" {a['fresh']['all']['shipped']}, hand {a['fresh']['all']['hand']}"]),
            "checks: " + ", ".join(f"{k} {'holds' if v else 'FAILS'}" for k, v in a["checks"].items()),
            f"ship: {'yes' if a['ship'] else 'no'}"]
+    for s, v in a.get("fresh", {}).items():
+        if s != "all":
+            out.append(f"  fresh {s}: n {v['n']}, retrained {v['retrained']}, shipped {v['shipped']}, hand {v['hand']}")
     for s, v in a["per_source"].items():
         out.append(f"  {s}: n {v['n']}, retrained {v['retrained']}, shipped {v['shipped']} ({v['shipped_from']}, of"
                    f" {v['shipped_n']}), hand {v['hand']}")
@@ -534,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--against-shipped", type=Path, metavar="FILE",
                     help="the shipped model's train_results.json: set the saved results beside it (round 56's rule)")
     ap.add_argument("--shipped-model", type=Path, default=DEFAULT_PATH, help="the shipped model (--against-shipped)")
+    ap.add_argument("--fresh", type=Path, metavar="FILE",
+                    help="cases of suites neither model trained on: the final model (--out) against the shipped one"
+                         " (--against-shipped; round 57's rule)")
     ap.add_argument("--newest-from", default="suite_zzf",
                     help="the first of the newest suites the rule compares apart (--against-shipped)")
     args = ap.parse_args(argv)
@@ -546,7 +583,8 @@ def main(argv: list[str] | None = None) -> int:
         names = list(corpus_mod.DEV_SUITES)
         newest = [s for s in names[names.index(args.newest_from):] if s in L.FRAMEWORK]
         a = against_shipped(corpus_mod.load(args.corpus), saved, json.loads(args.against_shipped.read_text()),
-                            load_model(args.shipped_model), newest)
+                            load_model(args.shipped_model), newest,
+                            corpus_mod.load(args.fresh) if args.fresh else (), load_model(args.out) if args.fresh else None)
         saved["against_shipped"] = a
         RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
         print("\n".join(_against_lines(a, saved)))
