@@ -405,18 +405,23 @@ def _first(v: dict[str, float], who: str) -> int:
     return round(v[f"{who}_top1"] * v["n"])
 
 
+def plain_ok(case: Case, model: Model) -> bool:
+    """Whether ``model``'s trees put a truth step first in ``case`` (its learned order, ties in the hand ranker's;
+    `benchmarks.recalibrate.row`'s ``ok``, which imports this module)."""
+    order = L.learned_order(L.probabilities(model, case))
+    return bool(order) and case.labels()[order[0]] == 1
+
+
 def fresh(cases: Sequence[Case], shipped: Model, retrained: Model) -> dict[str, dict[str, int]]:
     """Per suite of ``cases`` (suites neither model was trained on) and ``"all"``: cases, and those whose best
-    candidate is right under the retrained model's trees, the shipped model's (`benchmarks.recalibrate.row`) and the
+    candidate is right under the retrained model's trees, the shipped model's (`plain_ok`) and the
     hand ranking (round 57's ninth condition, benchmarks/train_rule_round57.md)."""
-    from benchmarks.recalibrate import row
-
     per: dict[str, dict[str, int]] = {}
     for c in cases:
         v = per.setdefault(c.suite, {"n": 0, "retrained": 0, "shipped": 0, "hand": 0})
         v["n"] += 1
-        v["retrained"] += row(c, retrained).ok
-        v["shipped"] += row(c, shipped).ok
+        v["retrained"] += plain_ok(c, retrained)
+        v["shipped"] += plain_ok(c, shipped)
         v["hand"] += bool(c.rows) and c.labels()[0] == 1
     per["all"] = {k: sum(v[k] for v in per.values()) for k in ("n", "retrained", "shipped", "hand")}
     return per
@@ -429,11 +434,9 @@ def against_shipped(
     """The retrained recipe against the shipped model, every case scored by a model that never saw its suite
     (benchmarks/train_rule_round56.md): per source, cases ranked first by the recipe left out by suite (``res``),
     by the hand ranking, and by the shipped model (its stored leave-one-suite-out row of ``stored`` where it was
-    trained on the source, else its plain predictions, `benchmarks.recalibrate.row`); summed over all and over
+    trained on the source, else its plain predictions, `plain_ok`); summed over all and over
     ``newest`` (those of the corpus); with ``fresh_cases``, the final ``retrained`` model against the shipped one on
     suites neither saw (round 57, `fresh`); and the rule's decision."""
-    from benchmarks.recalibrate import row
-
     seen = set((shipped.meta or {}).get("cases", {}))
     by: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
@@ -445,7 +448,7 @@ def against_shipped(
             old, how = _first(stored["loso"][s], "learned"), "stored"
             old_n = round(stored["loso"][s]["n"])
         else:
-            old, how, old_n = sum(row(c, shipped).ok for c in cs), "plain", len(cs)
+            old, how, old_n = sum(plain_ok(c, shipped) for c in cs), "plain", len(cs)
         per[s] = {"n": len(cs), "retrained": _first(new, "learned"), "hand": _first(new, "hand"), "shipped": old,
                   "shipped_n": old_n, "shipped_from": how}
 

@@ -519,6 +519,10 @@ def test_against_the_shipped_model_on_suites_neither_model_saw() -> None:
     assert a["fresh"]["suite_zzzf"] == {"n": 4, "retrained": 3, "shipped": 1, "hand": 1}
     assert a["fresh"]["all"] == {"n": 5, "retrained": 3, "shipped": 2, "hand": 2}
     assert a["checks"]["fresh"]
+    from benchmarks.recalibrate import row
+
+    assert [train.plain_ok(c, m) for c in fresh for m in (shipped, retrained)] == [
+        row(c, m).ok for c in fresh for m in (shipped, retrained)]
     assert any(line.startswith("fresh (suite_zzzf, suite_zzzg") for line in train._against_lines(a, res))
     b = train.against_shipped(cases, res, {"loso": {}}, retrained, ["suite_zzf"], fresh, shipped)
     assert not b["checks"]["fresh"] and not b["ship"]
