@@ -30,7 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, Guided, GuidedSearch, ReferenceOracle
 from trajdebug.answers import AnswerLog
-from trajdebug.core.escape import one_line
+from trajdebug.core.escape import cut_where_differs, one_line
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
 from trajdebug.report.text import short
@@ -291,17 +291,7 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
 def _one(value: Any, against: Any = None) -> str:
     """A value on one line, cut to `_GROUP_SHOWN` characters; beside ``against`` (the group's first step's), cut
     around where the two first differ, so that like steps' values do not all read as their common head."""
-    text, other = _text(value), _text(against)
-    if len(text) <= _GROUP_SHOWN:
-        return text
-    start = 0
-    if against is not None and other != text:
-        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
-        if same > _GROUP_SHOWN - _GROUP_SHOWN // 4:
-            start = same - _GROUP_SHOWN // 4  # a quarter of the line of what both had, then the difference
-    lead = "…" if start else ""
-    body = text[start:]
-    return lead + (body if len(body) + len(lead) <= _GROUP_SHOWN else body[: _GROUP_SHOWN - 1 - len(lead)] + "…")
+    return cut_where_differs(_text(value), None if against is None else _text(against), _GROUP_SHOWN)
 
 
 def _text(value: Any) -> str:
