@@ -128,7 +128,13 @@ def _beside(value: object, fld: str, key: str, depth: int = 0) -> set[str]:
 
 
 def off_the_failure(
-    e: Evidence, lin: Lineage, failures: Sequence[Failure], thin: Iterable[str], share: float
+    e: Evidence,
+    lin: Lineage,
+    failures: Sequence[Failure],
+    thin: Iterable[str],
+    share: float,
+    *,
+    routine: bool = False,
 ) -> Evidence:
     """A model's finding of made-up values (``llm-output``) at ``share`` of its weight when none of them
     reached the failure: the model erred, but not where this failure began (a tool call's own
@@ -136,12 +142,15 @@ def off_the_failure(
 
     A value reached it when the failure's message names it, when a failing step was given it,
     or when a step on the failure's thin slice was (a unit converter given a made-up weight,
-    whose result the failure names).
+    whose result the failure names).  A ``routine`` finding (at least half of the step's other calls in
+    the run state values found in none of their inputs too: an appraiser's estimates, a planner's quantities) is
+    the step's job, not a slip: only the failure's message naming one of its values keeps it whole (a
+    checker given the whole record was given those values whatever it failed on).
     """
     if e.diagnoser != "llm-output" or e.sound or not e.values:
         return e
     named = {a.key for f in failures for a in atoms(f.message or "")}
-    views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    views = [] if routine else [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
     if any(a.key in named or any(v.given(a) for v in views) for raw in e.values for a in atoms(raw.strip("'\""))):
         return e
     return replace(e, suspicion=e.suspicion * share)

@@ -86,6 +86,7 @@ class Ranking:
         self.run, self.g, self.ctx, self.lin, self.profile, self.w = run, g, ctx, lin, profile, w
         self.failures = failures
         self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
+        self._routine: dict[str, frozenset[str]] | None = None
         self.dist: dict[str, int] = {}
         self.via: dict[str, tuple[str, Dependency]] = {}
         self._paths: dict[str, tuple[tuple[str, ...], tuple[tuple[str, float], ...]]] = {}
@@ -230,7 +231,11 @@ class Ranking:
         if v is None:
             ev = strongest(self._own_findings(sid))
             # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
-            ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
+            routine = self._routine_claims(sid)
+            ev = [
+                off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"], routine=routine)
+                for e in ev
+            ]
             step = self.g.steps[sid]
             declared = all(
                 f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
@@ -258,6 +263,24 @@ class Ranking:
                 )
             v = self.verdicts[sid] = fold(sid, ev)
         return v
+
+    def _routine_claims(self, sid: str) -> bool:
+        """Whether at least half of a model step's other calls in the run (one at least) state values found in
+        none of their inputs too: stating new values is that step's job (`off_the_failure`).  Half, not all: a
+        value a call states may happen to be a word of its input (``stilts`` for a workshop on stilt walking)."""
+        step = self.g.steps[sid]
+        if step.kind != "llm":
+            return False
+        if self._routine is None:
+            self._routine = {}
+        if step.name not in self._routine:
+            calls = [s.step_id for s in self.run.steps if s.kind == "llm" and s.name == step.name]
+            self._routine[step.name] = frozenset(
+                c for c in calls if len(calls) >= 2 and any(_made_up(e) for e in self.ctx.verdict(c).evidence)
+            )
+        made = self._routine[step.name]
+        others = [s.step_id for s in self.run.steps if s.kind == "llm" and s.name == step.name and s.step_id != sid]
+        return bool(others) and 2 * sum(o in made for o in others) >= len(others)
 
     def _erred_before(self, wrapper: str, writer: str) -> bool:
         """Whether a model call inside ``wrapper`` that ran before ``writer`` is faulty on its own findings: the
@@ -513,6 +536,11 @@ class Ranking:
             path.append(nxt)
             cur = nxt
         return tuple(path), tuple(inferred)
+
+
+def _made_up(e: Evidence) -> bool:
+    """A model's finding of values found in none of its inputs (`off_the_failure`)."""
+    return e.diagnoser == "llm-output" and not e.sound and bool(e.values)
 
 
 def _shadowed(d: Dependency, parents: Sequence[Dependency]) -> bool:

@@ -31,7 +31,7 @@ from trajdebug.analysis.diagnosers._reads import OK, Reads, reading
 from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
-from trajdebug.core.values import mentions
+from trajdebug.core.values import atoms, mentions
 
 
 _TOKEN = re.compile(r"[a-z]{3,}")
@@ -220,6 +220,51 @@ def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "race",
             )
             return
+
+
+def _item_ids(step: Step) -> set[tuple[str, str]]:
+    """The (field, id) pairs a step was given: the items it is about (``lot='T-410'``)."""
+    return {(a.field, a.raw) for a in atoms(step.input) if a.kind == "id" and a.field and a.raw}
+
+
+def _names(key: str, raw: str) -> bool:
+    """Whether a state key names an id as a whole token (``lot:T-477`` names ``T-477``, not ``T-47``)."""
+    return re.search(rf"(?<![\w-]){re.escape(raw)}(?![\w-])", key) is not None
+
+
+@reading(Reads(attribute="state_writes"))
+def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A state write filed under another item's key: it wrote a key an earlier step wrote for the item that
+    step was given (``lot:T-477``, written before by the step given ``lot='T-477'``), while it was given
+    another item of that field (``lot='T-410'``) that no key it wrote names.  The earlier entry is
+    overwritten and its own item has none: a store keyed by the previous loop pass's item.  Only a write
+    that ended before this one began counts (a parallel one is the `lost_update` rule's)."""
+    writes = _keys(step, "state_writes")
+    if not writes or not (step.start_ns and step.end_ns):
+        return
+    mine = _item_ids(step)
+    if not mine:
+        return
+    index: _Writers = ctx.memo("state-writers", lambda: _writers(ctx.run))
+    for key in sorted(writes):
+        entry = index.get(key)
+        for _, _, other in entry[1] if entry else ():
+            if other.step_id == step.step_id or other.end_ns > step.start_ns:
+                continue
+            for fld, raw in sorted(_item_ids(other)):
+                if (fld, raw) in mine or not _names(key, raw):
+                    continue
+                own = sorted(r for f, r in mine if f == fld and r != raw)
+                if not own or any(_names(k, r) for k in writes for r in own):
+                    continue  # given no other item of that field, or it filed its own too
+                yield Evidence(
+                    step.step_id,
+                    0.6,
+                    f"wrote {key!r}, the key {other.name} wrote for {fld}={raw!r}, while it was given "
+                    f"{fld}={own[0]!r}, which no key it wrote names: that item's entry overwritten",
+                    "misfiled-write",
+                )
+                return
 
 
 # -- choices among listed options (English) -------------------------------------------------
