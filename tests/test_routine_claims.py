@@ -113,11 +113,15 @@ def _kennel(shift: bool) -> Run:
 
     @trajdebug.step(kind="state")
     def file_walk(dog: str, walk: dict[str, Any], key_dog: str) -> None:
-        trajdebug.current_run().state[f"walk:{key_dog}"] = walk
+        here = trajdebug.current_run()
+        assert here is not None
+        here.state[f"walk:{key_dog}"] = walk
 
     @trajdebug.step(kind="tool")
     def roster_check(expected: dict[str, int]) -> str:
-        state = trajdebug.current_run().state
+        here = trajdebug.current_run()
+        assert here is not None
+        state = here.state
         for dog, minutes in expected.items():
             got = state.get(f"walk:{dog}")
             if got is None or got["minutes"] != minutes:

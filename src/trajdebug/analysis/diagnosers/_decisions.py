@@ -249,7 +249,7 @@ def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     for key in sorted(writes):
         entry = index.get(key)
         for _, _, other in entry[1] if entry else ():
-            if other.step_id == step.step_id or other.end_ns > step.start_ns:
+            if other.step_id == step.step_id or not other.end_ns or other.end_ns > step.start_ns:
                 continue
             for fld, raw in sorted(_item_ids(other)):
                 if (fld, raw) in mine or not _names(key, raw):
