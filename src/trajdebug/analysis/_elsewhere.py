@@ -144,13 +144,19 @@ def off_the_failure(
     or when a step on the failure's thin slice was (a unit converter given a made-up weight,
     whose result the failure names).  A ``routine`` finding (at least half of the step's other calls in
     the run state values found in none of their inputs too: an appraiser's estimates, a planner's quantities) is
-    the step's job, not a slip: only the failure's message naming one of its values keeps it whole (a
-    checker given the whole record was given those values whatever it failed on).
+    the step's job, not a slip: only the failure's message naming one of its values, or a step on the thin
+    slice whose answer the message names being given one, keeps it whole (a checker given the whole record
+    was given those values whatever it failed on).
     """
     if e.diagnoser != "llm-output" or e.sound or not e.values:
         return e
     named = {a.key for f in failures for a in atoms(f.message or "")}
-    views = [] if routine else [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    if routine:
+        # Only a step on the thin slice whose own answer the failure's message names (a route list it drew
+        # from the model's made-up district) carries a routine value to the failure.
+        views = [lin.view(t) for t in thin if any(a.key in named for a in lin.view(t).outputs)]
+    else:
+        views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
     if any(a.key in named or any(v.given(a) for v in views) for raw in e.values for a in atoms(raw.strip("'\""))):
         return e
     return replace(e, suspicion=e.suspicion * share)
