@@ -97,8 +97,9 @@ def test_a_value_the_failure_names_keeps_its_weight() -> None:
     fail = analyze(run, model=None).failures
     named = Evidence("x", 0.5, "states 'GH-7'", "llm-output", values=("'GH-7'",))
     other = Evidence("x", 0.5, "states 'kelp meal'", "llm-output", values=("'kelp meal'",))
-    assert off_the_failure(named, lin, fail, (), 0.25, routine=True).suspicion == 0.5
-    assert off_the_failure(other, lin, fail, (), 0.25, routine=True).suspicion == pytest.approx(0.125)
+    theirs = ("'fish emulsion'", "'bone meal'")
+    assert off_the_failure(named, lin, fail, (), 0.25, routine=theirs).suspicion == 0.5
+    assert off_the_failure(other, lin, fail, (), 0.25, routine=theirs).suspicion == pytest.approx(0.125)
 
 
 def _kennel(shift: bool) -> Run:
@@ -152,3 +153,181 @@ def test_no_misfiled_write_in_a_passing_run() -> None:
     run = _kennel(False)
     ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
     assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
+
+
+_WEIGHTS = {"A-11": ("cast iron skillet", 2.4), "A-12": ("wool blanket", 1.8), "A-13": ("ceramic teapot", 96.0)}
+
+
+def _parcels() -> Run:
+    """A model estimates each parcel's weight (a new value on every call: its job); a check given that
+    parcel's estimate alone fails on the teapot's 96 kg, naming the courier's limit, not the estimate."""
+
+    @trajdebug.step(kind="llm")
+    def estimate_weight(messages: list[dict[str, str]]) -> str:
+        sku = json.loads(messages[-1]["content"])["sku"]
+        return json.dumps({"sku": sku, "estimated_kg": _WEIGHTS[sku][1]})
+
+    @trajdebug.step(kind="parse")
+    def read_estimate(text: str) -> dict[str, Any]:
+        return dict(json.loads(text))
+
+    @trajdebug.step(kind="tool")
+    def courier_rules(courier: str) -> dict[str, Any]:
+        return {"courier": courier, "max_kg": 30, "service": "ground"}
+
+    @trajdebug.step(kind="tool")
+    def parcel_check(est: dict[str, Any], rules: dict[str, Any]) -> str:
+        if est["estimated_kg"] > rules["max_kg"]:
+            raise ValueError(f"parcel {est['sku']} is over the {rules['max_kg']} kg limit of courier {rules['courier']}")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("parcel-desk", task="Q-6"):
+        rules = courier_rules("Q-6")
+        for sku, (name, _) in _WEIGHTS.items():
+            ask = json.dumps({"sku": sku, "name": name})
+            est = estimate_weight([{"role": "system", "content": "Estimate the weight."}, {"role": "user", "content": ask}])
+            parcel_check(read_estimate(est), rules)
+    return runs[0]
+
+
+def test_a_routine_value_the_failing_step_was_given_alone_keeps_its_weight() -> None:
+    """The failing check was given the teapot's estimate and none of the other calls': the made-up 96 kg
+    reached the failure (a per-item check, not a checker given the whole record)."""
+    run = _parcels()
+    top = analyze(run, top=5, model=None).root_causes[0]
+    assert run.step(top.step_id).name == "estimate_weight"
+    assert "A-13" in json.dumps(run.step(top.step_id).input)
+
+
+_ASSIGNEES = {"T-501": "Ravi Okafor", "T-502": "Lena Brandt", "T-503": "Dana Whitfield"}
+
+
+def _helpdesk(mode: str) -> Run:
+    """Per ticket a model names an assignee (made up on every call); a hand-off step either keeps a cursor
+    (``cursor``) or closes the previous ticket's status entry before the ticket's own is opened (``close``);
+    the rota check, given every assignee, fails naming the third in a sentence."""
+
+    @trajdebug.step(kind="tool")
+    def fetch_ticket(ticket: str) -> dict[str, Any]:
+        return {"ticket": ticket, "text": f"printer jam on floor {list(_ASSIGNEES).index(ticket) + 2}"}
+
+    @trajdebug.step(kind="llm")
+    def triage(messages: list[dict[str, str]]) -> str:
+        t = json.loads(messages[-1]["content"])["ticket"]
+        return json.dumps({"ticket": t, "priority": "P3", "assignee": _ASSIGNEES[t]})
+
+    @trajdebug.step(kind="state")
+    def open_ticket(ticket: str, info: dict[str, Any]) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        here.state[f"status:{ticket}"] = {"open": True, "priority": info["priority"]}
+
+    @trajdebug.step(kind="state")
+    def handoff(ticket: str, previous: str | None) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        if mode == "close" and previous:
+            here.state[f"status:{previous}"] = {"open": False, "closed_before": ticket}
+        elif mode == "cursor":
+            here.state["current_item"] = ticket
+
+    @trajdebug.step(kind="tool")
+    def rota_check(assignees: dict[str, str]) -> str:
+        for t, who in assignees.items():
+            if who not in ("Ravi Okafor", "Lena Brandt"):
+                raise ValueError(f"ticket {t} is assigned to {who}, who is not on the rota")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("helpdesk-" + mode, task="shift"):
+        previous, assignees = None, {}
+        for t in _ASSIGNEES:
+            ask = json.dumps(fetch_ticket(t))
+            info = json.loads(triage([{"role": "system", "content": "Triage the ticket."}, {"role": "user", "content": ask}]))
+            if mode != "close":
+                open_ticket(t, info)
+            handoff(t, previous)
+            if mode == "close":
+                open_ticket(t, info)
+            assignees[t] = info["assignee"]
+            previous = t
+        rota_check(assignees)
+    return runs[0]
+
+
+def test_a_routine_value_the_failure_names_in_a_sentence_keeps_its_weight() -> None:
+    """``Dana Whitfield`` is written in the failure's sentence (no value of it on its own): that call's
+    finding stays whole, its sibling calls' weigh as off the failure."""
+    run = _helpdesk("cursor")
+    lin = Lineage(run)
+    fail = analyze(run, model=None).failures
+    dana = Evidence("x", 0.5, "states 'Dana Whitfield'", "llm-output", values=("'Dana Whitfield'",))
+    lena = Evidence("x", 0.5, "states 'Lena Brandt'", "llm-output", values=("'Lena Brandt'",))
+    assert off_the_failure(dana, lin, fail, (), 0.25, routine=("'Ravi Okafor'", "'Lena Brandt'")).suspicion == 0.5
+    lena_off = off_the_failure(lena, lin, fail, (), 0.25, routine=("'Ravi Okafor'", "'Dana Whitfield'"))
+    assert lena_off.suspicion == pytest.approx(0.125)
+
+
+def test_a_handoff_closing_the_previous_item_is_no_misfiled_write() -> None:
+    """The hand-off writes the previous ticket's key on purpose, and the ticket's own entry is written right
+    after by another step: no item is left without an entry."""
+    run = _helpdesk("close")
+    ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
+    assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
+
+
+def _booking(blurbs: bool) -> Run:
+    """A graph's nodes call models of one class (named after it, as LangChain names them): the extract node's
+    call makes up 12 nights (the root), a describe node's two calls write blurbs stating new values (their
+    job); the budget check fails naming only the dollar total."""
+
+    answers = {
+        "Book Hotel Lumen for the weekend.": "The guest wants Hotel Lumen for 12 nights.",
+        "Describe the location of Hotel Lumen.": "Hotel Lumen sits 400 metres from the Rijksmuseum, breakfast from 7:30.",
+        "Describe the rooms of Hotel Lumen.": "Rooms face the Prinsengracht canal, with 14 square metres each.",
+    }
+
+    @trajdebug.step("ChatModel", kind="llm")
+    def chat(messages: list[dict[str, str]]) -> str:
+        return answers[messages[-1]["content"]]
+
+    @trajdebug.step(kind="chain")
+    def extract(request: str) -> dict[str, Any]:
+        text = chat([{"role": "user", "content": request}])
+        return {"hotel": "Hotel Lumen", "nights": int(text.split(" for ")[1].split()[0])}
+
+    @trajdebug.step(kind="chain")
+    def describe(hotel: str) -> list[str]:
+        return [chat([{"role": "user", "content": f"Describe the {topic} of {hotel}."}]) for topic in ("location", "rooms")]
+
+    @trajdebug.step(kind="tool")
+    def price_eur(hotel: str, nights: int) -> float:
+        return 118.0 * nights
+
+    @trajdebug.step(kind="tool")
+    def to_usd(eur: float) -> float:
+        return round(eur * 1.0837, 2)
+
+    @trajdebug.step(kind="tool")
+    def budget_check(booking: dict[str, Any], usd: float) -> str:
+        if usd > 1000:
+            raise ValueError(f"the stay costs {usd} USD, over the 1000 USD budget")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("hotel-graph", task="stay"):
+        booking = extract("Book Hotel Lumen for the weekend.")
+        if blurbs:
+            describe(booking["hotel"])
+        budget_check(booking, to_usd(price_eur(booking["hotel"], booking["nights"])))
+    return runs[0]
+
+
+def test_model_calls_of_one_class_in_other_nodes_make_no_routine() -> None:
+    """The blurb calls share the extract call's name, not its node: the extract call's made-up nights keep
+    the weight they have without the blurbs."""
+    scores = []
+    for blurbs in (False, True):
+        run = _booking(blurbs)
+        extract = next(s.step_id for s in run.steps if s.name == "extract")
+        call = next(s.step_id for s in run.steps if s.name == "ChatModel" and s.parent_id == extract)
+        scores += [c.score for c in analyze(run, top=10, model=None).root_causes if c.step_id == call]
+    assert len(scores) == 2 and scores[1] == pytest.approx(scores[0], abs=0.02)

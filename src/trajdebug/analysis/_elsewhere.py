@@ -10,6 +10,7 @@ other sources, and the slice they all read, are in `trajdebug.analysis._sources`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -127,6 +128,15 @@ def _beside(value: object, fld: str, key: str, depth: int = 0) -> set[str]:
     return out
 
 
+def _in_text(value: str, message: str) -> bool:
+    """Whether a value's text (two characters or more) occurs in a message as whole words, case-folded:
+    ``Dana Whitfield`` in "is assigned to Dana Whitfield, who ...", not ``ana`` in "Dana"."""
+    v = " ".join(value.casefold().split())
+    if len(v) < 2:
+        return False
+    return re.search(rf"(?<!\w){re.escape(v)}(?!\w)", " ".join(message.casefold().split())) is not None
+
+
 def off_the_failure(
     e: Evidence,
     lin: Lineage,
@@ -134,7 +144,7 @@ def off_the_failure(
     thin: Iterable[str],
     share: float,
     *,
-    routine: bool = False,
+    routine: Sequence[str] | None = None,
 ) -> Evidence:
     """A model's finding of made-up values (``llm-output``) at ``share`` of its weight when none of them
     reached the failure: the model erred, but not where this failure began (a tool call's own
@@ -142,22 +152,28 @@ def off_the_failure(
 
     A value reached it when the failure's message names it, when a failing step was given it,
     or when a step on the failure's thin slice was (a unit converter given a made-up weight,
-    whose result the failure names).  A ``routine`` finding (at least half of the step's other calls in
-    the run state values found in none of their inputs too: an appraiser's estimates, a planner's quantities) is
-    the step's job, not a slip: only the failure's message naming one of its values, or a step on the thin
-    slice whose answer the message names being given one, keeps it whole (a checker given the whole record
-    was given those values whatever it failed on).
+    whose result the failure names).  A ``routine`` finding (the made-up values of the step's other calls
+    given: at least two of them, and at least half, state values found in none of their inputs too: an
+    appraiser's estimates, a planner's quantities) is the step's job, not a slip: it stays whole only when the
+    failure's message names one of its values (as a value, or its text as whole words of the message: a name
+    in a sentence), when a step on the thin slice whose answer the message names was given one, or when a
+    failing or thin-slice step was given one and none of the other calls' values (a per-item check; a
+    checker given the whole record was given those values whatever it failed on).
     """
     if e.diagnoser != "llm-output" or e.sound or not e.values:
         return e
-    named = {a.key for f in failures for a in atoms(f.message or "")}
-    if routine:
-        # Only a step on the thin slice whose own answer the failure's message names (a route list it drew
-        # from the model's made-up district) carries a routine value to the failure.
-        views = [lin.view(t) for t in thin if any(a.key in named for a in lin.view(t).outputs)]
-    else:
-        views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
-    if any(a.key in named or any(v.given(a) for v in views) for raw in e.values for a in atoms(raw.strip("'\""))):
+    messages = [f.message or "" for f in failures]
+    named = {a.key for m in messages for a in atoms(m)}
+    mine = [a for raw in e.values for a in atoms(raw.strip("'\""))]
+    views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    if routine is not None:
+        keys = {a.key for a in mine}
+        theirs = [a for raw in routine for a in atoms(raw.strip("'\"")) if a.key not in keys]
+        answered = [lin.view(t) for t in thin if any(a.key in named for a in lin.view(t).outputs)]
+        views = [v for v in views if not any(v.given(a) for a in theirs)] + answered
+        if any(_in_text(raw.strip("'\""), m) for raw in e.values for m in messages):
+            return e
+    if any(a.key in named or any(v.given(a) for v in views) for a in mine):
         return e
     return replace(e, suspicion=e.suspicion * share)
 

@@ -86,7 +86,7 @@ class Ranking:
         self.run, self.g, self.ctx, self.lin, self.profile, self.w = run, g, ctx, lin, profile, w
         self.failures = failures
         self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
-        self._routine: dict[str, frozenset[str]] | None = None
+        self._routine: dict[tuple[str, str | None], dict[str, tuple[str, ...]]] = {}
         self.dist: dict[str, int] = {}
         self.via: dict[str, tuple[str, Dependency]] = {}
         self._paths: dict[str, tuple[tuple[str, ...], tuple[tuple[str, float], ...]]] = {}
@@ -264,23 +264,39 @@ class Ranking:
             v = self.verdicts[sid] = fold(sid, ev)
         return v
 
-    def _routine_claims(self, sid: str) -> bool:
-        """Whether at least half of a model step's other calls in the run (one at least) state values found in
-        none of their inputs too: stating new values is that step's job (`off_the_failure`).  Half, not all: a
-        value a call states may happen to be a word of its input (``stilts`` for a workshop on stilt walking)."""
+    def _routine_claims(self, sid: str) -> tuple[str, ...] | None:
+        """The made-up values of a model step's other calls when at least two of them, and at least half, state
+        values found in none of their inputs too: stating new values is that step's job (`off_the_failure`);
+        None when it is not.  Half, not all: a value a call states may happen to be a word of its input
+        (``stilts`` for a workshop on stilt walking).  Calls are grouped by name and enclosing step: a
+        framework names every model call after its class (``ChatOpenAI``), the node that makes it tells them
+        apart."""
         step = self.g.steps[sid]
         if step.kind != "llm":
-            return False
-        if self._routine is None:
-            self._routine = {}
-        if step.name not in self._routine:
-            calls = [s.step_id for s in self.run.steps if s.kind == "llm" and s.name == step.name]
-            self._routine[step.name] = frozenset(
-                c for c in calls if len(calls) >= 2 and any(_made_up(e) for e in self.ctx.verdict(c).evidence)
-            )
-        made = self._routine[step.name]
-        others = [s.step_id for s in self.run.steps if s.kind == "llm" and s.name == step.name and s.step_id != sid]
-        return bool(others) and 2 * sum(o in made for o in others) >= len(others)
+            return None
+        group = (step.name, self._parent_name(step.parent_id))
+        if group not in self._routine:
+            calls = [
+                s.step_id
+                for s in self.run.steps
+                if s.kind == "llm" and s.name == step.name and self._parent_name(s.parent_id) == group[1]
+            ]
+            made: dict[str, tuple[str, ...]] = {}
+            for c in calls:
+                vals = tuple(v for e in self.ctx.verdict(c).evidence if _made_up(e) for v in e.values)
+                if vals:
+                    made[c] = vals
+            self._routine[group] = {c: made.get(c, ()) for c in calls}
+        calls_of = self._routine[group]
+        others = [c for c in calls_of if c != sid]
+        theirs = [c for c in others if calls_of[c]]
+        if len(theirs) < 2 or 2 * len(theirs) < len(others):
+            return None
+        return tuple(v for c in theirs for v in calls_of[c])
+
+    def _parent_name(self, parent: str | None) -> str | None:
+        p = self.g.steps.get(parent) if parent else None
+        return p.name if p is not None else None
 
     def _erred_before(self, wrapper: str, writer: str) -> bool:
         """Whether a model call inside ``wrapper`` that ran before ``writer`` is faulty on its own findings: the

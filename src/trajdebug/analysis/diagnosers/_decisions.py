@@ -232,12 +232,18 @@ def _names(key: str, raw: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(raw)}(?![\w-])", key) is not None
 
 
+def _written(run: Run) -> set[str]:
+    """Every state key a step of the run wrote."""
+    return {k for s in run.steps for k in _keys(s, "state_writes")}
+
+
 @reading(Reads(attribute="state_writes"))
 def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write filed under another item's key: it wrote a key an earlier step wrote for the item that
     step was given (``lot:T-477``, written before by the step given ``lot='T-477'``), while it was given
-    another item of that field (``lot='T-410'``) that no key it wrote names.  The earlier entry is
-    overwritten and its own item has none: a store keyed by the previous loop pass's item.  Only a write
+    another item of that field (``lot='T-410'``) that no key written in the run names.  The earlier entry
+    is overwritten and its own item has none (a hand-off that closes the previous item's entry on purpose
+    while another step files its own is no such write): a store keyed by the previous loop pass's item.  Only a write
     that ended before this one began counts (a parallel one is the `lost_update` rule's)."""
     writes = _keys(step, "state_writes")
     if not writes or not (step.start_ns and step.end_ns):
@@ -255,13 +261,14 @@ def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 if (fld, raw) in mine or not _names(key, raw):
                     continue
                 own = sorted(r for f, r in mine if f == fld and r != raw)
-                if not own or any(_names(k, r) for k in writes for r in own):
-                    continue  # given no other item of that field, or it filed its own too
+                written: set[str] = ctx.memo("state-keys", lambda: _written(ctx.run))
+                if not own or any(_names(k, r) for k in written for r in own):
+                    continue  # given no other item of that field, or its own item has an entry (by any step)
                 yield Evidence(
                     step.step_id,
                     0.6,
                     f"wrote {key!r}, the key {other.name} wrote for {fld}={raw!r}, while it was given "
-                    f"{fld}={own[0]!r}, which no key it wrote names: that item's entry overwritten",
+                    f"{fld}={own[0]!r}, which no key of the run names: that item's entry overwritten",
                     "misfiled-write",
                 )
                 return
