@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trajdebug.core.escape import cut_where_differs
 from trajdebug.core.model import Step
 from trajdebug.replay.align import (
     Alignment,
@@ -77,18 +78,7 @@ def short(value: Any, limit: int = 160, against: Any = None) -> str:
     def line(v: Any) -> str:
         return " ".join((v if isinstance(v, str) else canonical(v)).split())
 
-    text = line(value)
-    if len(text) <= limit:
-        return text
-    start = 0
-    if against is not None:
-        other = line(against)
-        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
-        if same > limit - limit // 4:
-            start = same - limit // 4  # a quarter of the line of what both had, then the difference
-    head = "…" if start else ""
-    body = text[start:]
-    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
+    return cut_where_differs(line(value), None if against is None else line(against), limit)
 
 
 RAISED = "nothing: it raised"

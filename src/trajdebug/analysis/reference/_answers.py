@@ -32,6 +32,7 @@ from trajdebug.analysis.reference._fields import (
 )
 from trajdebug.analysis.reference._profile import Profile, StepKey, _StepStats, step_key
 from trajdebug.analysis.reference._select import stated
+from trajdebug.core.escape import cut_where_differs
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -98,16 +99,9 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
 
 
 def contrast(now: str, then: str, width: int = 72) -> str:
-    """``NOW where the passing run answered THEN``, each cut to ``width`` characters around where the two texts
+    """``NOW where the passing run answered THEN``, each in at most ``width`` characters, cut around where the two
     first differ: the value a developer needs to see (nu30 finding 5: "it answered differently" named no value)."""
-    at = next((i for i, (a, b) in enumerate(zip(now, then)) if a != b), min(len(now), len(then)))
-    start = max(0, at - width // 3)
-
-    def cut(text: str) -> str:
-        part = text[start : start + width]
-        return ("…" if start else "") + part + ("…" if start + width < len(text) else "")
-
-    return f"{cut(now)} where the passing run answered {cut(then)}"
+    return f"{cut_where_differs(now, then, width)} where the passing run answered {cut_where_differs(then, now, width)}"
 
 
 def asked_before(step: Step, profile: Profile | None, steps: Mapping[str, Step] | None) -> bool:
