@@ -31,7 +31,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
-from trajdebug.analysis._elsewhere import off_the_failure, other_entities
+from trajdebug.analysis._elsewhere import Routine, off_the_failure, other_entities
 from trajdebug.analysis._evidence import Evidence, Verdict, fold, strongest
 from trajdebug.analysis._left_out import shortened_lists
 from trajdebug.analysis._sources import ARGUMENT_SIGNALS, Mark, Slice, local_evidence, reference_evidence
@@ -86,7 +86,8 @@ class Ranking:
         self.run, self.g, self.ctx, self.lin, self.profile, self.w = run, g, ctx, lin, profile, w
         self.failures = failures
         self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
-        self._routine: dict[tuple[str, str | None], dict[str, tuple[str, ...]]] = {}
+        self._routine: dict[tuple[str, str | None], tuple[int, Routine]] = {}
+        self._wrappers: set[str] | None = None
         self.dist: dict[str, int] = {}
         self.via: dict[str, tuple[str, Dependency]] = {}
         self._paths: dict[str, tuple[tuple[str, ...], tuple[tuple[str, float], ...]]] = {}
@@ -264,39 +265,56 @@ class Ranking:
             v = self.verdicts[sid] = fold(sid, ev)
         return v
 
-    def _routine_claims(self, sid: str) -> tuple[str, ...] | None:
-        """The made-up values of a model step's other calls when at least two of them, and at least half, state
+    def _routine_claims(self, sid: str) -> Routine | None:
+        """The made-up values of a model step's calls when at least two others, and at least half of them, state
         values found in none of their inputs too: stating new values is that step's job (`off_the_failure`);
         None when it is not.  Half, not all: a value a call states may happen to be a word of its input
-        (``stilts`` for a workshop on stilt walking).  Calls are grouped by name and enclosing step: a
-        framework names every model call after its class (``ChatOpenAI``), the node that makes it tells them
-        apart."""
+        (``stilts`` for a workshop on stilt walking).  Calls are grouped by name and enclosing step
+        (`_enclosing`): a framework names every model call after its class (``ChatOpenAI``), the node that
+        makes it tells them apart."""
         step = self.g.steps[sid]
         if step.kind != "llm":
             return None
-        group = (step.name, self._parent_name(step.parent_id))
+        group = (step.name, self._enclosing(step.parent_id))
         if group not in self._routine:
             calls = [
                 s.step_id
                 for s in self.run.steps
-                if s.kind == "llm" and s.name == step.name and self._parent_name(s.parent_id) == group[1]
+                if s.kind == "llm" and s.name == step.name and self._enclosing(s.parent_id) == group[1]
             ]
             made: dict[str, tuple[str, ...]] = {}
             for c in calls:
                 vals = tuple(v for e in self.ctx.verdict(c).evidence if _made_up(e) for v in e.values)
                 if vals:
                     made[c] = vals
-            self._routine[group] = {c: made.get(c, ()) for c in calls}
-        calls_of = self._routine[group]
-        others = [c for c in calls_of if c != sid]
-        theirs = [c for c in others if calls_of[c]]
-        if len(theirs) < 2 or 2 * len(theirs) < len(others):
+            self._routine[group] = (len(calls), Routine.of(made))
+        size, routine = self._routine[group]
+        theirs = len(routine.calls) - (sid in routine.calls)
+        if theirs < 2 or 2 * theirs < size - 1:
             return None
-        return tuple(v for c in theirs for v in calls_of[c])
+        return routine
 
-    def _parent_name(self, parent: str | None) -> str | None:
-        p = self.g.steps.get(parent) if parent else None
-        return p.name if p is not None else None
+    def _enclosing(self, parent: str | None) -> str | None:
+        """The name of the nearest step enclosing a call that is no generic wrapper: steps of a wrapper's name
+        sit inside steps of two names or more (LCEL's ``RunnableSequence`` around every ``prompt | model``,
+        a helper every node calls the model through), so the wrapper tells no calls apart, the step around it
+        does."""
+        if self._wrappers is None:
+            around: dict[str, set[str | None]] = {}
+            for s in self.run.steps:
+                p = self.g.steps.get(s.parent_id) if s.parent_id else None
+                around.setdefault(s.name, set()).add(p.name if p is not None else None)
+            self._wrappers = {name for name, outer in around.items() if len(outer) >= 2}
+        seen: set[str] = set()
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            p = self.g.steps.get(parent)
+            if p is None:
+                return None
+            if p.name not in self._wrappers:
+                return p.name
+            parent = p.parent_id
+        return None
 
     def _erred_before(self, wrapper: str, writer: str) -> bool:
         """Whether a model call inside ``wrapper`` that ran before ``writer`` is faulty on its own findings: the

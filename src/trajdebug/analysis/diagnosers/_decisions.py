@@ -232,6 +232,30 @@ def _names(key: str, raw: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(raw)}(?![\w-])", key) is not None
 
 
+def _carries(old: Any, new: Any) -> bool:
+    """Whether a new value holds every scalar of an old one (a thread the note was appended to, a record merged
+    into): each of the old value's leaves is one of the new value's, or a string written in its text."""
+    before = [v for _, v in content.leaves(old) if v is not None and v != ""]
+    if not before:
+        return False
+    after = {repr(v) for _, v in content.leaves(new)}
+    text = content.text_of(new).casefold()
+    return all(repr(v) in after or (isinstance(v, str) and v.casefold() in text) for v in before)
+
+
+def _merged(step: Step, key: str, entry: tuple[list[int], list[tuple[int, int, Step]]] | None) -> bool:
+    """Whether a write of ``key`` carries the value the last write before it left there: a deliberate merge
+    (a duplicate's note appended to the original's thread), not another item's entry overwritten."""
+    mine = step.attributes.get("state_values")
+    if entry is None or not isinstance(mine, Mapping) or key not in mine:
+        return False
+    assert step.start_ns
+    ends, rows = entry
+    before = [s for _, _, s in rows[: bisect.bisect_right(ends, step.start_ns)] if s.step_id != step.step_id]
+    theirs = before[-1].attributes.get("state_values") if before else None
+    return isinstance(theirs, Mapping) and key in theirs and _carries(theirs[key], mine[key])
+
+
 def _written(run: Run) -> set[str]:
     """Every state key a step of the run wrote."""
     return {k for s in run.steps for k in _keys(s, "state_writes")}
@@ -243,7 +267,8 @@ def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     step was given (``lot:T-477``, written before by the step given ``lot='T-477'``), while it was given
     another item of that field (``lot='T-410'``) that no key written in the run names.  The earlier entry
     is overwritten and its own item has none (a hand-off that closes the previous item's entry on purpose
-    while another step files its own is no such write): a store keyed by the previous loop pass's item.  Only a write
+    while another step files its own is no such write, nor is a write whose value holds the one it replaced: a
+    duplicate's note appended to the original's thread): a store keyed by the previous loop pass's item.  Only a write
     that ended before this one began counts (a parallel one is the `lost_update` rule's)."""
     writes = _keys(step, "state_writes")
     if not writes or not (step.start_ns and step.end_ns):
@@ -254,6 +279,8 @@ def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     index: _Writers = ctx.memo("state-writers", lambda: _writers(ctx.run))
     for key in sorted(writes):
         entry = index.get(key)
+        if _merged(step, key, entry):
+            continue
         for _, _, other in entry[1] if entry else ():
             if other.step_id == step.step_id or not other.end_ns or other.end_ns > step.start_ns:
                 continue
