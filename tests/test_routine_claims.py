@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.analysis import analyze
-from trajdebug.analysis._elsewhere import off_the_failure
+from trajdebug.analysis import _elsewhere, analyze
+from trajdebug.analysis._elsewhere import Routine, _in_text, off_the_failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext
 from trajdebug.analysis.diagnosers._decisions import misfiled_write
@@ -97,7 +97,7 @@ def test_a_value_the_failure_names_keeps_its_weight() -> None:
     fail = analyze(run, model=None).failures
     named = Evidence("x", 0.5, "states 'GH-7'", "llm-output", values=("'GH-7'",))
     other = Evidence("x", 0.5, "states 'kelp meal'", "llm-output", values=("'kelp meal'",))
-    theirs = ("'fish emulsion'", "'bone meal'")
+    theirs = Routine.of({"b2": ("'fish emulsion'",), "b3": ("'bone meal'",)})
     assert off_the_failure(named, lin, fail, (), 0.25, routine=theirs).suspicion == 0.5
     assert off_the_failure(other, lin, fail, (), 0.25, routine=theirs).suspicion == pytest.approx(0.125)
 
@@ -262,8 +262,10 @@ def test_a_routine_value_the_failure_names_in_a_sentence_keeps_its_weight() -> N
     fail = analyze(run, model=None).failures
     dana = Evidence("x", 0.5, "states 'Dana Whitfield'", "llm-output", values=("'Dana Whitfield'",))
     lena = Evidence("x", 0.5, "states 'Lena Brandt'", "llm-output", values=("'Lena Brandt'",))
-    assert off_the_failure(dana, lin, fail, (), 0.25, routine=("'Ravi Okafor'", "'Lena Brandt'")).suspicion == 0.5
-    lena_off = off_the_failure(lena, lin, fail, (), 0.25, routine=("'Ravi Okafor'", "'Dana Whitfield'"))
+    ravi = ("'Ravi Okafor'",)
+    dana_routine = Routine.of({"t1": ravi, "t2": ("'Lena Brandt'",)})
+    assert off_the_failure(dana, lin, fail, (), 0.25, routine=dana_routine).suspicion == 0.5
+    lena_off = off_the_failure(lena, lin, fail, (), 0.25, routine=Routine.of({"t1": ravi, "t3": ("'Dana Whitfield'",)}))
     assert lena_off.suspicion == pytest.approx(0.125)
 
 
@@ -275,29 +277,39 @@ def test_a_handoff_closing_the_previous_item_is_no_misfiled_write() -> None:
     assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
 
 
-def _booking(blurbs: bool) -> Run:
+def _booking(blurbs: bool, wrap: bool = False, topics: tuple[str, ...] = ("location", "rooms"), notes: bool = False) -> Run:
     """A graph's nodes call models of one class (named after it, as LangChain names them): the extract node's
     call makes up 12 nights (the root), a describe node's two calls write blurbs stating new values (their
-    job); the budget check fails naming only the dollar total."""
+    job); the budget check fails naming only the dollar total.  With ``wrap`` each node calls the model through
+    a chain of one name (LCEL's ``RunnableSequence``, as ``prompt | model`` records it); with ``notes`` the blurbs
+    go to the check with the booking."""
 
     answers = {
         "Book Hotel Lumen for the weekend.": "The guest wants Hotel Lumen for 12 nights.",
         "Describe the location of Hotel Lumen.": "Hotel Lumen sits 400 metres from the Rijksmuseum, breakfast from 7:30.",
         "Describe the rooms of Hotel Lumen.": "Rooms face the Prinsengracht canal, with 14 square metres each.",
+        "Describe the spa of Hotel Lumen.": "The spa has 3 saunas and a 25 metre pool.",
     }
 
     @trajdebug.step("ChatModel", kind="llm")
     def chat(messages: list[dict[str, str]]) -> str:
         return answers[messages[-1]["content"]]
 
+    @trajdebug.step("RunnableSequence", kind="chain")
+    def sequence(question: str) -> str:
+        return chat([{"role": "user", "content": question}])
+
+    def ask(question: str) -> str:
+        return sequence(question) if wrap else chat([{"role": "user", "content": question}])
+
     @trajdebug.step(kind="chain")
     def extract(request: str) -> dict[str, Any]:
-        text = chat([{"role": "user", "content": request}])
+        text = ask(request)
         return {"hotel": "Hotel Lumen", "nights": int(text.split(" for ")[1].split()[0])}
 
     @trajdebug.step(kind="chain")
     def describe(hotel: str) -> list[str]:
-        return [chat([{"role": "user", "content": f"Describe the {topic} of {hotel}."}]) for topic in ("location", "rooms")]
+        return [ask(f"Describe the {topic} of {hotel}.") for topic in topics]
 
     @trajdebug.step(kind="tool")
     def price_eur(hotel: str, nights: int) -> float:
@@ -315,9 +327,9 @@ def _booking(blurbs: bool) -> Run:
 
     with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("hotel-graph", task="stay"):
         booking = extract("Book Hotel Lumen for the weekend.")
-        if blurbs:
-            describe(booking["hotel"])
-        budget_check(booking, to_usd(price_eur(booking["hotel"], booking["nights"])))
+        written = describe(booking["hotel"]) if blurbs else []
+        checked = dict(booking, notes=written) if notes else booking
+        budget_check(checked, to_usd(price_eur(booking["hotel"], booking["nights"])))
     return runs[0]
 
 
@@ -331,3 +343,153 @@ def test_model_calls_of_one_class_in_other_nodes_make_no_routine() -> None:
         call = next(s.step_id for s in run.steps if s.name == "ChatModel" and s.parent_id == extract)
         scores += [c.score for c in analyze(run, top=10, model=None).root_causes if c.step_id == call]
     assert len(scores) == 2 and scores[1] == pytest.approx(scores[0], abs=0.02)
+
+
+def test_a_chain_wrapper_around_every_call_does_not_make_one_node_of_them() -> None:
+    """Every node calls the model through a wrapper of one name: the calls are told apart by the node around
+    the wrapper, so the three blurbs are routine and the extract call's made-up nights keep their weight (it
+    ranks first, above the blurbs).  Grouped by the wrapper, all four calls were routine."""
+    run = _booking(True, wrap=True, topics=("location", "rooms", "spa"), notes=True)
+    extract = next(s.step_id for s in run.steps if s.name == "extract")
+    top = analyze(run, top=10, model=None).root_causes[0]
+    assert run.step(top.step_id).name == "ChatModel"
+    assert run.step(run.step(top.step_id).parent_id or "").parent_id == extract
+
+
+_PARCELS = {"A-11": ("cast iron skillet", 2.4, "Standard"), "A-12": ("wool blanket", 1.8, "Express")}
+_PARCELS["A-13"] = ("ceramic teapot", 96.0, "Freight")
+
+
+def _shipper() -> Run:
+    """A model estimates each item's weight and names a packaging (new values on every call: its job); the
+    quote on the total fails a budget in a sentence that uses the word ``standard`` in passing."""
+
+    @trajdebug.step(kind="llm")
+    def estimate_weight(messages: list[dict[str, str]]) -> str:
+        sku = json.loads(messages[-1]["content"])["sku"]
+        return json.dumps({"sku": sku, "estimated_kg": _PARCELS[sku][1], "packaging": _PARCELS[sku][2]})
+
+    @trajdebug.step(kind="parse")
+    def read_estimate(text: str) -> dict[str, Any]:
+        return dict(json.loads(text))
+
+    @trajdebug.step(kind="tool")
+    def total_weight(estimates: list[dict[str, Any]]) -> dict[str, float]:
+        return {"total_kg": round(sum(e["estimated_kg"] for e in estimates), 2)}
+
+    @trajdebug.step(kind="tool")
+    def shipping_quote(total: dict[str, float]) -> dict[str, float]:
+        return {"cost_usd": round(12.5 + total["total_kg"] * 3.75, 2)}
+
+    @trajdebug.step(kind="tool")
+    def budget_check(quote: dict[str, float]) -> str:
+        if quote["cost_usd"] > 60:
+            raise ValueError("order Q-5 is over the shipping budget; standard service only")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("shipper", task="Q-5"):
+        ests = []
+        for sku, (name, _, _) in _PARCELS.items():
+            ask = json.dumps({"sku": sku, "name": name})
+            ests.append(read_estimate(estimate_weight([{"role": "system", "content": "Estimate."}, {"role": "user", "content": ask}])))
+        budget_check(shipping_quote(total_weight(ests)))
+    return runs[0]
+
+
+def test_a_common_word_of_the_failure_does_not_name_a_routine_value() -> None:
+    """``Standard`` (one call's packaging) is a word of the failure's prose, not a name in it: that call's
+    finding weighs as its siblings' do (it was not raised a fifth above them)."""
+    assert not _in_text("Standard", "order Q-5 is over the shipping budget; standard service only")
+    assert not _in_text("standard service", "order Q-5 is over the shipping budget; standard service only")
+    assert _in_text("Dana Whitfield", "ticket T-503 is assigned to Dana Whitfield, who is not on the rota")
+    assert _in_text("QX-7", "van qx-7 is full")
+    run = _shipper()
+    a = analyze(run, top=5, model=None)
+    calls = [c for c in a.root_causes if run.step(c.step_id).name == "estimate_weight"]
+    scores = {json.loads(run.step(c.step_id).input["messages"][-1]["content"])["sku"]: c.score for c in calls}
+    assert scores["A-11"] == pytest.approx(scores["A-12"], abs=0.05)
+
+
+def _bulk(n: int) -> Run:
+    """``n`` model estimates (made up on every call), each filed by item; a total check fails."""
+
+    @trajdebug.step(kind="llm")
+    def estimate(messages: list[dict[str, str]]) -> str:
+        sku = json.loads(messages[-1]["content"])["sku"]
+        return json.dumps({"sku": sku, "estimated_kg": round(1.1 + (int(sku[2:]) * 37 % 101) / 10, 1)})
+
+    @trajdebug.step(kind="tool")
+    def total_check(estimates: list[str]) -> str:
+        raise ValueError(f"the total of {len(estimates)} parcels is over the van limit")
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("bulk", task="V-9"):
+        ests = [estimate([{"role": "user", "content": json.dumps({"sku": f"A-{1000 + i}"})}]) for i in range(n)]
+        total_check(ests)
+    return runs[0]
+
+
+def test_routine_values_are_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking each call of a loop against the others' values reads every call's values once: twice the
+    calls, about twice the reading (not four times)."""
+    read = [0]
+    real = _elsewhere.atoms
+
+    def counted(value: Any, *args: Any, **kwargs: Any) -> Any:
+        read[0] += 1
+        return real(value, *args, **kwargs)
+
+    monkeypatch.setattr(_elsewhere, "atoms", counted)
+    counts = []
+    for n in (30, 60):
+        run = _bulk(n)
+        read[0] = 0
+        analyze(run, top=5, model=None)
+        counts.append(read[0])
+    assert counts[1] < 2.5 * counts[0]
+
+
+def _threads() -> Run:
+    """Per ticket a model names a team or the ticket it duplicates; a duplicate's note is appended to the
+    original's thread (on purpose: the write holds the thread it replaced); the third ticket's made-up team
+    fails the routing check."""
+    tickets = {"T-501": "printer jam floor 2", "T-502": "printer jam floor 2 again", "T-503": "vpn down"}
+
+    @trajdebug.step(kind="tool")
+    def fetch_ticket(ticket: str) -> dict[str, str]:
+        return {"ticket": ticket, "text": tickets[ticket]}
+
+    @trajdebug.step(kind="llm")
+    def triage(messages: list[dict[str, str]]) -> str:
+        t = json.loads(messages[-1]["content"])["ticket"]
+        if t == "T-502":
+            return json.dumps({"ticket": t, "duplicate_of": "T-501"})
+        return json.dumps({"ticket": t, "team": {"T-501": "facilities", "T-503": "Quantum Ops"}[t]})
+
+    @trajdebug.step(kind="state")
+    def file_note(ticket: str, thread: str, text: str) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        here.state[f"thread:{thread}"] = [*here.state.get(f"thread:{thread}", []), text]
+
+    @trajdebug.step(kind="tool")
+    def route_check(team: str, ticket: str) -> str:
+        if team not in ("network", "facilities"):
+            raise ValueError(f"ticket {ticket} routed to a team that does not exist")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("helpdesk-threads", task="triage"):
+        for t in tickets:
+            info = fetch_ticket(t)
+            ans = json.loads(triage([{"role": "system", "content": "Triage."}, {"role": "user", "content": json.dumps(info)}]))
+            file_note(t, ans.get("duplicate_of", t), info["text"])
+            if "team" in ans:
+                route_check(ans["team"], t)
+    return runs[0]
+
+
+def test_a_note_appended_to_another_items_thread_is_no_misfiled_write() -> None:
+    """The duplicate's note goes to the original's thread with the original's note kept: a merge, not an
+    entry overwritten."""
+    run = _threads()
+    ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
+    assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
