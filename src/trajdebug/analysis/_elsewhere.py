@@ -11,7 +11,7 @@ other sources, and the slice they all read, are in `trajdebug.analysis._sources`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from trajdebug.analysis._detect import Failure
@@ -166,9 +166,12 @@ class Routine:
     """The made-up values of a model step's calls (`Ranking._routine_claims`), each call's read into atoms once:
     per call, the atoms of the values it states found in none of its inputs (calls that state none are left
     out).  Which of them a step was given is worked out once per step (`others_given`), so checking every
-    call of a thousand-call loop stays linear."""
+    call of a thousand-call loop stays linear.  ``upstream`` (a step id -> the steps it reaches back to by
+    recorded edges, not inferred ones) tells a value another call handed on from one equal by chance: a
+    made-up 20 and a room's capacity of 20 the check was given from the room."""
 
     calls: Mapping[str, tuple[Atom, ...]]
+    upstream: Callable[[str], Iterable[str]] | None = None
     _given: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
 
     @classmethod
@@ -176,15 +179,26 @@ class Routine:
         """From each call's made-up values as the findings write them (``'kelp meal'``, ``40``)."""
         return cls({c: tuple(a for raw in vals for a in atoms(raw.strip("'\""))) for c, vals in values.items() if vals})
 
-    def others_given(self, view_id: str, view: StepView, sid: str, keys: set[str]) -> bool:
+    def others_given(
+        self, view_id: str, view: StepView, sid: str, keys: set[str], lin: Lineage | None = None
+    ) -> bool:
         """Whether the step ``view_id`` was given a value another call than ``sid`` stated, one not among
-        ``keys`` (the values of the finding at hand)."""
+        ``keys`` (the values of the finding at hand).  With ``upstream``, a call's value counts as given only
+        when it reached the step from that call: the call is upstream of it by recorded edges, or the value's
+        lineage (`Lineage.origin`) names the call; an equal value from elsewhere is not that call's."""
         by_key = self._given.get(view_id)
         if by_key is None:
             acc: dict[str, set[str]] = {}
+            up = None if self.upstream is None else set(self.upstream(view_id))
+            at = lin.pos.get(view_id) if lin is not None else None
             for c, found in self.calls.items():
                 for a in found:
-                    if view.given(a):
+                    if view.given(a) and (
+                        up is None
+                        or c in up
+                        or c == sid
+                        or (lin is not None and at is not None and lin.origin(a, at).step_id == c)
+                    ):
                         acc.setdefault(a.key, set()).add(c)
             by_key = self._given[view_id] = {k: frozenset(v) for k, v in acc.items()}
         own = keys | {a.key for a in self.calls.get(sid, ())}
@@ -227,7 +241,7 @@ def off_the_failure(
             return e
         keys = {a.key for a in mine}
         answered = [t for t in thin if any(a.key in named for a in lin.view(t).outputs)]
-        ids = [i for i in ids if not routine.others_given(i, lin.view(i), e.step_id, keys)] + answered
+        ids = [i for i in ids if not routine.others_given(i, lin.view(i), e.step_id, keys, lin)] + answered
     views = [lin.view(i) for i in ids]
     if any(a.key in named or any(v.given(a) for v in views) for a in mine):
         return e

@@ -287,12 +287,24 @@ class Ranking:
                 vals = tuple(v for e in self.ctx.verdict(c).evidence if _made_up(e) for v in e.values)
                 if vals:
                     made[c] = vals
-            self._routine[group] = (len(calls), Routine.of(made))
+            self._routine[group] = (len(calls), replace(Routine.of(made), upstream=self._recorded_upstream))
         size, routine = self._routine[group]
         theirs = len(routine.calls) - (sid in routine.calls)
         if theirs < 2 or 2 * theirs < size - 1:
             return None
         return routine
+
+    def _recorded_upstream(self, sid: str) -> set[str]:
+        """The steps ``sid`` reaches back to by recorded edges (tracked or declared, not inferred from equal
+        values): a value from one of them was handed on, not met by chance."""
+        seen: set[str] = set()
+        todo = deque([sid])
+        while todo:
+            for d in self.g.parents(todo.popleft()):
+                if d.origin != "inferred" and d.step_id not in seen:
+                    seen.add(d.step_id)
+                    todo.append(d.step_id)
+        return seen
 
     def _enclosing(self, parent: str | None) -> str | None:
         """The name of the nearest step enclosing a call that is no generic wrapper: steps of a wrapper's name
