@@ -17,7 +17,7 @@ import trajdebug
 from trajdebug.analysis import _elsewhere, analyze
 from trajdebug.analysis._elsewhere import Routine, _in_text, off_the_failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.diagnosers import DiagnoseContext
+from trajdebug.analysis.diagnosers import DiagnoseContext, _decisions
 from trajdebug.analysis.diagnosers._decisions import misfiled_write
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.core.model import Run
@@ -493,3 +493,180 @@ def test_a_note_appended_to_another_items_thread_is_no_misfiled_write() -> None:
     run = _threads()
     ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
     assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
+
+
+_MEETINGS = {"M-1": "Weekly sync of the design team about the new logo.",
+             "M-2": "Board meeting on the annual budget with the auditors.",
+             "M-3": "Kick-off of the warehouse move with the logistics crew.",
+             "M-4": "Quarterly review of the sales pipeline with the regional leads."}
+
+
+def _rooms(clash: bool) -> Run:
+    """Per meeting a model makes up a headcount (its job); a per-item check given that meeting's summary and
+    the room's capacity (20 seats) fails on the last one's 26.  With ``clash`` the first meeting's made-up
+    headcount is 20 too: equal to the capacity the check was given from the room, not handed on by that call."""
+    heads = {"M-1": 20 if clash else 17, "M-2": 13, "M-3": 15, "M-4": 26}
+
+    @trajdebug.step(kind="tool")
+    def fetch_notes(meeting: str) -> dict[str, str]:
+        return {"meeting": meeting, "notes": _MEETINGS[meeting]}
+
+    @trajdebug.step(kind="llm")
+    def summarise(messages: list[dict[str, str]]) -> str:
+        m = json.loads(messages[-1]["content"])["meeting"]
+        return json.dumps({"meeting": m, "headcount": heads[m]})
+
+    @trajdebug.step(kind="parse")
+    def read_summary(text: str) -> dict[str, Any]:
+        return dict(json.loads(text))
+
+    @trajdebug.step(kind="tool")
+    def room_capacity(room: str) -> dict[str, Any]:
+        return {"room": room, "seats": 20}
+
+    @trajdebug.step(kind="tool")
+    def check_room(summary: dict[str, Any], room: dict[str, Any]) -> str:
+        if summary["headcount"] > room["seats"]:
+            raise ValueError("the quarterly review needs more seats than room R-4 has (20)")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("offsite", task="offsite week 49"):
+        room = room_capacity("R-4")
+        for m in _MEETINGS:
+            ask = [{"role": "system", "content": "Summarise the meeting notes as JSON."},
+                   {"role": "user", "content": json.dumps(fetch_notes(m))}]
+            check_room(read_summary(summarise(ask)), room)
+    return runs[0]
+
+
+@pytest.mark.parametrize("clash", [False, True])
+def test_an_equal_value_from_elsewhere_is_not_another_calls_value_given(clash: bool) -> None:
+    """The per-item check was given the last meeting's made-up 26 and the room's 20; another call's made-up 20
+    equals the capacity by chance and never reached the check from that call: the 26 keeps its weight."""
+    run = _rooms(clash)
+    top = analyze(run, top=5, model=None).root_causes[0]
+    assert run.step(top.step_id).name == "summarise"
+    assert "M-4" in json.dumps(run.step(top.step_id).input)
+
+
+_TICKETS = {"T-501": "printer jam floor 2", "T-502": "printer jam floor 2 again", "T-503": "vpn down for sales"}
+
+
+def _duplicates(change: str) -> Run:
+    """Per ticket a model names a team, or the ticket it duplicates; a duplicate updates the original's entry
+    (``ticket:T-501``, its step given ``original='T-501'``): its priority rewritten as a float, or lowered, or
+    its status escalated.  The third ticket's made-up team fails the dispatch."""
+
+    @trajdebug.step(kind="tool")
+    def fetch_ticket(ticket: str) -> dict[str, Any]:
+        return {"ticket": ticket, "text": _TICKETS[ticket], "teams": ["facilities", "network", "identity"]}
+
+    @trajdebug.step(kind="llm")
+    def triage(messages: list[dict[str, str]]) -> str:
+        t = json.loads(messages[-1]["content"])["ticket"]
+        if t == "T-502":
+            return json.dumps({"ticket": t, "duplicate_of": "T-501"})
+        return json.dumps({"ticket": t, "team": {"T-501": "facilities", "T-503": "Quantum Ops"}[t], "priority": 3})
+
+    @trajdebug.step(kind="state")
+    def file_ticket(ticket: str, entry: dict[str, Any]) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        here.state[f"ticket:{ticket}"] = entry
+
+    @trajdebug.step(kind="state")
+    def note_duplicate(ticket: str, original: str) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        old = here.state[f"ticket:{original}"]
+        new = dict(old)
+        if change == "float":
+            new["priority"] = float(old["priority"])
+        elif change == "counter":
+            new["priority"] = old["priority"] - 1
+        else:
+            new["status"] = "escalated"
+        here.state[f"ticket:{original}"] = new
+
+    @trajdebug.step(kind="tool")
+    def dispatch(board: dict[str, Any]) -> str:
+        if any(e["team"] not in ("facilities", "network", "identity") for e in board.values()):
+            raise ValueError("dispatch failed: a ticket is assigned to a team that does not exist")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("helpdesk", task="triage queue 7"):
+        for t in _TICKETS:
+            info = fetch_ticket(t)
+            ans = json.loads(triage([{"role": "system", "content": "Triage."}, {"role": "user", "content": json.dumps(info)}]))
+            if "duplicate_of" in ans:
+                note_duplicate(t, ans["duplicate_of"])
+            else:
+                file_ticket(t, {"team": ans["team"], "priority": ans["priority"], "status": "open"})
+        here = trajdebug.current_run()
+        assert here is not None
+        dispatch(dict(here.state))
+    return runs[0]
+
+
+@pytest.mark.parametrize("change", ["float", "counter", "status"])
+def test_an_update_of_the_original_items_entry_is_no_misfiled_write(change: str) -> None:
+    """The duplicate's step was given the original's id (``original='T-501'``) and changed a field of its
+    record: an update, not another item's entry overwritten; the made-up team stays the top cause."""
+    run = _duplicates(change)
+    ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
+    assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
+    top = analyze(run, top=5, model=None).root_causes[0]
+    assert run.step(top.step_id).name == "triage"
+    assert "T-503" in json.dumps(run.step(top.step_id).input)
+
+
+def test_a_kept_record_with_a_number_rewritten_is_carried() -> None:
+    """Numbers compare by value (``3`` is ``3.0``); a record with a field changed and the rest kept is an
+    update; a record of the same fields with its id and values changed is not."""
+    assert _decisions._carries({"priority": 3}, {"priority": 3.0})
+    assert _decisions._updated({"team": "a", "priority": 3, "status": "open"}, {"team": "a", "priority": 2, "status": "open"})
+    assert not _decisions._updated({"dog": "D-102", "minutes": 45}, {"dog": "D-103", "minutes": 20})
+
+
+def _cursor(n: int) -> Run:
+    """A loop of ``n`` items, each writing a shared cursor and its own entry; the last check fails."""
+
+    @trajdebug.step(kind="state")
+    def save(item: str, kg: int) -> None:
+        here = trajdebug.current_run()
+        assert here is not None
+        here.state["cursor"] = {"item": item, "kg": kg}
+        here.state[f"est:{item}"] = {"item": item, "kg": kg}
+
+    @trajdebug.step(kind="tool")
+    def check(item: str, kg: int) -> str:
+        if kg > 1000 + 7 * (n - 2):
+            raise ValueError(f"item {item} is too heavy")
+        return "ok"
+
+    with deterministic(), capture_runs() as runs, _raises(True), trajdebug.run("weights", task="north line"):
+        for k in range(n):
+            save(f"I-{k}", 1000 + 7 * k)
+            check(f"I-{k}", 1000 + 7 * k)
+    return runs[0]
+
+
+def test_misfiled_write_reads_each_steps_ids_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key every pass writes (a cursor) costs one scan of its writers, not one per pass: twice the items,
+    about twice the ids read (not four times)."""
+    read = [0]
+    real = _decisions._item_ids
+
+    def counted(step: Any) -> Any:
+        read[0] += 1
+        return real(step)
+
+    monkeypatch.setattr(_decisions, "_item_ids", counted)
+    counts = []
+    for n in (40, 80):
+        run = _cursor(n)
+        ctx = DiagnoseContext.build(run, diagnosers={"misfiled-write": misfiled_write})
+        read[0] = 0
+        assert [e for s in run.steps for e in misfiled_write(s, ctx)] == []
+        counts.append(read[0])
+    assert counts[1] < 2.5 * counts[0]
