@@ -140,6 +140,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "tool-arguments": "inconsistent",
     "state-values": "inconsistent",
     "state-write": "inconsistent",
+    "misfiled-write": "inconsistent",
     "reference:same-input": "changed-answer",
     "reference:old-answer": "changed-answer",
     "stale-retry": "changed-answer",

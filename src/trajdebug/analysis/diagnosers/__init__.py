@@ -38,6 +38,7 @@ from trajdebug.analysis.diagnosers._decisions import (
     decision,
     delegated_result,
     lost_update,
+    misfiled_write,
     option_choice,
     repeated_option,
 )
@@ -104,6 +105,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "option-choice": option_choice,
     "repeated-option": repeated_option,
     "race": lost_update,
+    "misfiled-write": misfiled_write,
     "sub-agent": delegated_result,
     "contract": contracts,
     "external-input": external_input,
