@@ -26,7 +26,7 @@ from trajdebug.analysis._sources import (
     _trivial_number,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.inference import UNRECORDED_KEY
+from trajdebug.analysis.inference import CHOSE_KEY, UNRECORDED_KEY
 from trajdebug.analysis.lineage import StepView, message_atoms, one_item_short, record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
@@ -171,6 +171,47 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 sl.w["origin_spoken"],
                 f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
             )
+    return out
+
+def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where: str) -> list[Found]:
+    """The steps that chose a branch the failure speaks of (a routing function answering ``wet_harvest`` before
+    "load from W-01 was wet-harvested"): the failure is about what ran there, and running it was that choice.
+
+    A choice is an inferred ``control`` edge (`trajdebug.analysis.inference.CHOSE_KEY`) into a step on the
+    failure's slice before it; the branch is spoken of when a word of its name (three letters or more, not a
+    function word) is a word of the message and no word of the failing step's own name.  A choice of a step that
+    first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
+    node again, a loop's last node choosing its first), no branch.  Several choices of the branch share the mark.
+    """
+    own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
+    first: dict[str, int] = {}
+    for i, s in enumerate(sl.run.steps):
+        first.setdefault(s.name, i)
+    choosers: dict[str, str] = {}
+    for sid in sorted(within, key=sl.g.position):
+        if sl.g.position(sid) >= pos:
+            continue
+        chosen = sl.g.steps[sid]
+        for d in sl.g.parents(sid):
+            if d.kind != "control" or not (d.key or "").startswith(CHOSE_KEY) or d.step_id in choosers:
+                continue
+            name = d.key[len(CHOSE_KEY):] if d.key else ""
+            if name != chosen.name or d.step_id not in within or sl.g.steps[d.step_id].kind in CONTAINER_KINDS:
+                continue
+            home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
+            if first[name] <= first[home]:
+                continue  # a loop's way back: its next pass, or its first node again
+            words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)} - own
+            if words & said:
+                choosers[d.step_id] = name
+    out: list[Found] = []
+    for sid, name in choosers.items():
+        share = sum(n == name for n in choosers.values())
+        out += _thin(
+            sid,
+            sl.w["origin_chosen"] / math.sqrt(share),
+            f"chose {name}, a branch the failure at {where} speaks of",
+        )
     return out
 
 def _task_words(sl: Slice, message: str) -> list[Atom]:

@@ -49,6 +49,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._spoken import (
     _short_totals,
+    _spoken_choices,
     _spoken_fields,
     _spoken_labels,
     _task_words,
@@ -194,6 +195,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
+    out += _spoken_choices(sl, said, pos, within, step.name)
     out += picked_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
