@@ -181,7 +181,8 @@ def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where
     failure's slice before it; the branch is spoken of when a word of its name (three letters or more, not a
     function word) is a word of the message and no word of the failing step's own name.  A choice of a step that
     first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
-    node again, a loop's last node choosing its first), no branch.  Several choices of the branch share the mark.
+    node again, a loop's last node choosing its first), no branch; and so is a choice its chooser was handed, a word
+    of the name among its input's values.  Several choices of the branch share the mark.
     """
     own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
     first: dict[str, int] = {}
@@ -201,8 +202,10 @@ def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where
             home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
             if first[name] <= first[home]:
                 continue  # a loop's way back: its next pass, or its first node again
-            words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)} - own
-            if words & said:
+            words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
+            # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
+            # a choice made before it: the step that made it is the one to ask.
+            if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl):
                 choosers[d.step_id] = name
     out: list[Found] = []
     for sid, name in choosers.items():
@@ -213,6 +216,20 @@ def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where
             f"chose {name}, a branch the failure at {where} speaks of",
         )
     return out
+
+def _given_words(value: Any, sl: Slice, depth: int = 0) -> set[str]:
+    """The one-word texts among a step's input values (case-folded, a plural's ``s`` cut; up to 6 levels deep)."""
+    if depth > 6:
+        return set()
+    if isinstance(value, str):
+        w = value.strip().casefold()
+        return {sl.lexicon.singular(w)} if 3 <= len(w) <= 30 and w.isalpha() else set()
+    if isinstance(value, Mapping):
+        return set().union(*(_given_words(v, sl, depth + 1) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_given_words(v, sl, depth + 1) for v in value[:200]))
+    return set()
+
 
 def _task_words(sl: Slice, message: str) -> list[Atom]:
     """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""

@@ -1,0 +1,160 @@
+"""A routing choice the failure speaks of: the router that chose a branch whose name the failure's message uses.
+
+Real LangGraph graphs recorded by `TrajdebugTracer`: a conditional edge's function is recorded as a step
+inside the node before it, answering the next node's name; the analysis links it to the node it chose
+(`inference.control_edges`) and, when the failure speaks of that node by a word of its name, puts the
+router on the failure's thin slice (`analysis._spoken._spoken_choices`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pytest
+
+
+pytest.importorskip("langgraph", reason="langgraph is not installed")
+
+from trajdebug.analysis import analyze
+from trajdebug.core.model import Run
+from trajdebug.integrations.langchain import TrajdebugTracer
+
+
+SPEAKS = "a branch the failure at"
+
+
+class Load(TypedDict, total=False):
+    contract: str
+    market: str
+    beds: list[str]
+    method: str
+    loads: list[dict[str, Any]]
+
+
+class Order(TypedDict, total=False):
+    qty: int
+    total: int
+
+
+class Rota(TypedDict, total=False):
+    weeks: list[str]
+    i: int
+    grade: str
+    rota: list[dict[str, Any]]
+
+
+def _harvest(market: str) -> Run:
+    """A fresh-fruit contract the router sends to the wet harvest; the receiving check refuses the wet load."""
+    from langgraph.graph import END, StateGraph
+
+    def plan(state: Load) -> dict[str, Any]:
+        return {"beds": ["W-01", "W-02"]}
+
+    def pick_method(state: Load) -> str:
+        return "wet_harvest"  # the fault: a fresh contract needs the dry harvest
+
+    def wet_harvest(state: Load) -> dict[str, Any]:
+        return {"method": "wet", "loads": [{"bed": b, "barrels": 700} for b in state["beds"]]}
+
+    def dry_harvest(state: Load) -> dict[str, Any]:
+        return {"method": "dry", "loads": [{"bed": b, "barrels": 500} for b in state["beds"]]}
+
+    def receiving_check(state: Load) -> dict[str, Any]:
+        if state["market"] == "fresh" and state["method"] != "dry":
+            raise ValueError("a fresh contract takes dry-picked fruit; the load from W-01 was wet-harvested")
+        return {}
+
+    graph = StateGraph(Load)
+    for name, fn in [
+        ("plan", plan),
+        ("wet_harvest", wet_harvest),
+        ("dry_harvest", dry_harvest),
+        ("receiving_check", receiving_check),
+    ]:
+        graph.add_node(name, fn)  # type: ignore[call-overload]
+    graph.set_entry_point("plan")
+    graph.add_conditional_edges("plan", pick_method, {"wet_harvest": "wet_harvest", "dry_harvest": "dry_harvest"})
+    graph.add_edge("wet_harvest", "receiving_check")
+    graph.add_edge("dry_harvest", "receiving_check")
+    graph.add_edge("receiving_check", END)
+    tracer = TrajdebugTracer()
+    with pytest.raises(ValueError):
+        graph.compile().invoke({"contract": "C-124", "market": market}, config={"callbacks": [tracer]})
+    return tracer.to_run()
+
+
+def _reasons(run: Run, name: str) -> list[str]:
+    a = analyze(run, top=50, model=None)
+    return [r for c in a.localization.candidates if a.run.step(c.step_id).name == name for r in c.reasons]
+
+
+def test_the_router_that_chose_the_branch_the_failure_speaks_of_ranks_first() -> None:
+    """``pick_method`` answered ``wet_harvest``; the failure says the load "was wet-harvested": the choice is
+    the failure's subject, and the router ranks first, before the node it chose, which introduced the value the
+    check refused (before, the router ranked last but for the check)."""
+    run = _harvest("fresh")
+    a = analyze(run, top=5, model=None)
+    top = a.run.step(a.localization.candidates[0].step_id)
+    assert top.name == "pick_method"
+    assert any(SPEAKS in r for r in a.localization.candidates[0].reasons)
+
+
+def test_no_mark_for_a_branch_named_only_by_a_word_of_the_failing_step() -> None:
+    """A word the chosen node shares with the failing step's own name (``check``) says where the failure showed,
+    not which branch ran."""
+    from langgraph.graph import END, StateGraph
+
+    def route(state: Order) -> str:
+        return "price_check"
+
+    def price_check(state: Order) -> dict[str, Any]:
+        return {"total": state["qty"] * 3}
+
+    def final_check(state: Order) -> dict[str, Any]:
+        raise ValueError(f"check failed: total {state['total']} is over the limit")
+
+    graph = StateGraph(Order)
+    graph.add_node("start", lambda s: {"qty": 40})
+    graph.add_node("price_check", price_check)
+    graph.add_node("final_check", final_check)
+    graph.set_entry_point("start")
+    graph.add_conditional_edges("start", route, {"price_check": "price_check"})
+    graph.add_edge("price_check", "final_check")
+    graph.add_edge("final_check", END)
+    tracer = TrajdebugTracer()
+    with pytest.raises(ValueError):
+        graph.compile().invoke({"qty": 0}, config={"callbacks": [tracer]})
+    assert not any(SPEAKS in r for r in _reasons(tracer.to_run(), "route"))
+
+
+def test_no_mark_for_a_loop_going_back_to_its_first_node() -> None:
+    """A router at a loop's end answering the loop's first node (``grade_week`` again, "week" in the message) chose
+    the next pass, not a branch: only the router of the branch (``staffing_route``) may be marked."""
+    from langgraph.graph import END, StateGraph
+
+    def grade_week(state: Rota) -> dict[str, Any]:
+        return {"grade": "very high" if state["i"] == 0 else "low"}
+
+    def single_watch(state: Rota) -> dict[str, Any]:
+        week = state["weeks"][state["i"]]
+        return {"rota": [*state.get("rota", []), {"week": week, "lookouts": 1}], "i": state["i"] + 1}
+
+    def more_weeks(state: Rota) -> str:
+        return "grade_week" if state["i"] < len(state["weeks"]) else "review"
+
+    def review(state: Rota) -> dict[str, Any]:
+        first = state["rota"][0]
+        raise ValueError(f"{first['week']} is a burn-ban week: tower L2 needs 2 lookouts, has {first['lookouts']}")
+
+    graph = StateGraph(Rota)
+    graph.add_node("grade_week", grade_week)
+    graph.add_node("single_watch", single_watch)
+    graph.add_node("review", review)
+    graph.set_entry_point("grade_week")
+    graph.add_conditional_edges("grade_week", lambda s: "single_watch", {"single_watch": "single_watch"})
+    graph.add_conditional_edges("single_watch", more_weeks, {"grade_week": "grade_week", "review": "review"})
+    graph.add_edge("review", END)
+    tracer = TrajdebugTracer()
+    with pytest.raises(ValueError):
+        graph.compile().invoke({"weeks": ["2026-W30", "2026-W31"], "i": 0}, config={"callbacks": [tracer]})
+    assert not any(SPEAKS in r for r in _reasons(tracer.to_run(), "more_weeks"))
