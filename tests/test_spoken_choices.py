@@ -133,7 +133,7 @@ def test_no_mark_for_a_loop_going_back_to_its_first_node() -> None:
     from langgraph.graph import END, StateGraph
 
     def grade_week(state: Rota) -> dict[str, Any]:
-        return {"grade": "very high" if state["i"] == 0 else "low"}
+        return {"grade": "very high" if state["i"] == 1 else "low"}
 
     def single_watch(state: Rota) -> dict[str, Any]:
         week = state["weeks"][state["i"]]
@@ -143,7 +143,7 @@ def test_no_mark_for_a_loop_going_back_to_its_first_node() -> None:
         return "grade_week" if state["i"] < len(state["weeks"]) else "review"
 
     def review(state: Rota) -> dict[str, Any]:
-        first = state["rota"][0]
+        first = state["rota"][-1]
         raise ValueError(f"{first['week']} is a burn-ban week: tower L2 needs 2 lookouts, has {first['lookouts']}")
 
     graph = StateGraph(Rota)
@@ -158,3 +158,42 @@ def test_no_mark_for_a_loop_going_back_to_its_first_node() -> None:
     with pytest.raises(ValueError):
         graph.compile().invoke({"weeks": ["2026-W30", "2026-W31"], "i": 0}, config={"callbacks": [tracer]})
     assert not any(SPEAKS in r for r in _reasons(tracer.to_run(), "more_weeks"))
+
+
+class Alert(TypedDict, total=False):
+    flow: float
+    queue: str
+    order: str
+
+
+def test_no_mark_for_a_choice_the_router_was_handed() -> None:
+    """A router answering ``planned_works`` from the state's ``queue: planned`` (a triage step's decision) passed
+    that decision on: the failure speaking of "planned works" points at the triage, not at the router."""
+    from langgraph.graph import END, StateGraph
+
+    def route(state: Alert) -> str:
+        return f"{state['queue']}_works"
+
+    def issue_order(state: Alert) -> dict[str, Any]:
+        raise ValueError(f"planned works: {state['flow']} L/s exceeds the 5.0 L/s ceiling for a repair order")
+
+    graph = StateGraph(Alert)
+    graph.add_node("triage", lambda s: {"queue": "planned"})
+    graph.add_node("planned_works", lambda s: {"order": "PWO-7"})
+    graph.add_node("urgent_works", lambda s: {"order": "UWO-7"})
+    graph.add_node("issue_order", issue_order)
+    graph.set_entry_point("triage")
+    graph.add_conditional_edges("triage", route, {"planned_works": "planned_works", "urgent_works": "urgent_works"})
+    graph.add_edge("planned_works", "issue_order")
+    graph.add_edge("urgent_works", "issue_order")
+    graph.add_edge("issue_order", END)
+    tracer = TrajdebugTracer()
+    with pytest.raises(ValueError):
+        graph.compile().invoke({"flow": 14.2}, config={"callbacks": [tracer]})
+    run = tracer.to_run()
+    assert _by(run, "route").output == "planned_works"
+    assert not any(SPEAKS in r for r in _reasons(run, "route"))
+
+
+def _by(run: Run, name: str) -> Any:
+    return next(s for s in run.steps if s.name == name)
