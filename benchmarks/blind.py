@@ -93,7 +93,11 @@ on 20b1403c, the last round's final analysis: development suites since).  ``suit
 blind and frozen on 2026-12-06 at 16:25 and 16:40 UTC, scored once held out at 18:17-18:18 UTC on c93d64db, the
 round's final analysis: development suites since).  ``suite_zzzd`` and ``suite_zzze`` (written blind and frozen
 at 17:07 and 17:25 UTC, scored once held out at 18:55-18:56 UTC on 79545659, the last round's final analysis:
-development suites since).  ``suite_zzzf`` and ``suite_zzzg`` (written blind this round) are held out
+development suites since).  ``suite_zzzf`` and ``suite_zzzg`` (written blind and frozen
+at 19:17 and 19:13 UTC, scored once held out at 20:50-20:51 UTC on 2886c1f5, the last round's final analysis: development
+suites since).  ``suite_zzzh`` and ``suite_zzzi`` (written blind and frozen at 20:40 and 20:47 UTC, scored once held
+out at 22:04 UTC on 56fb6330, the last round's final analysis: development suites since).  ``suite_zzzj`` and
+``suite_zzzk`` (written blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -117,8 +121,12 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzg": "held out (written blind on 2026-12-06 in round 56; not yet scored: the next measure, with suite_zzzf)",
-    "suite_zzzf": "held out (written blind on 2026-12-06 in round 56; not yet scored: the next measure, with suite_zzzg)",
+    "suite_zzzk": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzj)",
+    "suite_zzzj": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzk)",
+    "suite_zzzi": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
+    "suite_zzzh": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
+    "suite_zzzg": "development (scored once held out on 2026-12-06 at 20:51 UTC on 2886c1f5; its misses not yet studied)",
+    "suite_zzzf": "development (scored once held out on 2026-12-06 at 20:50 UTC on 2886c1f5; its misses not yet studied)",
     "suite_zzze": "development (scored once held out on 2026-12-06 at 18:56 UTC on 79545659; its misses not yet studied)",
     "suite_zzzd": "development (scored once held out on 2026-12-06 at 18:55 UTC on 79545659; its misses not yet studied)",
     "suite_zzzc": "development (scored once held out on 2026-12-06 at 18:17 UTC on c93d64db; its misses not yet studied)",

@@ -103,6 +103,10 @@ SOURCES = [
             ("suite_zzzc", "; scored once held out, trained on from the first retraining after 2026-12-06 18:18 UTC"),
             ("suite_zzzd", "; scored once held out, trained on from the first retraining after 2026-12-06 18:55 UTC"),
             ("suite_zzze", "; scored once held out, trained on from the first retraining after 2026-12-06 18:56 UTC"),
+            ("suite_zzzf", "; scored once held out, trained on from the first retraining after 2026-12-06 20:50 UTC"),
+            ("suite_zzzg", "; scored once held out, trained on from the first retraining after 2026-12-06 20:51 UTC"),
+            ("suite_zzzh", "; scored once held out, trained on from the first retraining after 2026-12-06 22:04 UTC"),
+            ("suite_zzzi", "; scored once held out, trained on from the first retraining after 2026-12-06 22:04 UTC"),
         )
     ],
 ]
@@ -715,7 +719,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzze with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzzi with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",

@@ -339,6 +339,46 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
+    def test_a_tool_at_the_top_level_of_a_tracked_run_was_called_by_the_runs_code(self) -> None:
+        """In a run whose recorder tracked its values (recorded edges), a tool at the top level was called by the
+        run's own code: a key it was given that no step wrote (``plan``) is the code's constant, unless a model's
+        answer named the tool.  In a trace with no tracked value, who called a top-level tool is unknown: the same
+        key found nowhere is still named (rev55)."""
+        plan = {"tasks": ["check_paperwork", "book_cremator"], "date": "2026-12-17"}
+
+        def run_of(said: str, tracked: bool) -> Run:
+            deps = (Dependency("p", "data", "recorded"),) if tracked else ()
+            return _run(
+                Step("m", "plan_service", "llm", input={"ref": "D-6211"}, output=said),
+                Step("p", "parse_plan", "parse", input={"text": said}, output=plan),
+                Step("t", "memory_write", "tool", input={"key": "plan", "value": plan}, output={"stored": "plan"},
+                     deps=deps),
+            )
+
+        said = json.dumps(plan)
+        assert not [e for e in _from(_verdict(run_of(said, True), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of(said, False), "t"), "tool-arguments"))
+        asked = json.dumps({**plan, "next": "memory_write"})
+        assert any(not e.sound for e in _from(_verdict(run_of(asked, True), "t"), "tool-arguments"))
+
+    def test_a_top_level_tool_of_a_tracked_run_handed_another_id_of_an_upstream_shape_is_still_named(self) -> None:
+        """The run's code at the top level of a tracked run hands a tool a case id no step wrote, of the shape of
+        the one its plan holds (``D-6212`` for ``D-6211``: a constant in the wrong place): no model named the
+        tool, yet the argument is still named, as one put in another's place (fix56a probe)."""
+        plan = {"case": "D-6211", "tasks": ["check_paperwork", "book_cremator"]}
+        said = json.dumps(plan)
+
+        def run_of(case: str) -> Run:
+            return _run(
+                Step("m", "plan_service", "llm", input={"ref": "D-6211"}, output=said),
+                Step("p", "parse_plan", "parse", input={"text": said}, output=plan),
+                Step("t", "close_case", "tool", input={"case": case, "plan": plan}, output={"closed": case},
+                     deps=(Dependency("p", "data", "recorded"),)),
+            )
+
+        assert not [e for e in _from(_verdict(run_of("D-6211"), "t"), "tool-arguments") if not e.sound]
+        assert any(not e.sound for e in _from(_verdict(run_of("D-6212"), "t"), "tool-arguments"))
+
     def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
         """A finish ``AT`` written where the record upstream says ``ZN`` contradicts it, though the letters "at"
         occur inside an upstream word ("batch"); written upstream as a word of its own, it is a choice. A number
@@ -2301,11 +2341,13 @@ class TestLookedUp:
 class TestLoopKeys:
     def test_a_loop_key_another_call_of_the_tool_echoed_is_no_made_up_argument(self) -> None:
         """A code loop's next call of a tool, keyed by the field the earlier call was given and echoed (hive H-12,
-        then H-19), gets no "comes from no upstream output" finding for that key; another unseen field still does."""
+        then H-19), gets no "comes from no upstream output" finding for that key; another unseen field still does.
+        (The edges are inferred, an imported trace's: at the top level of a run whose values were tracked, the
+        run's own code called the tool and its unseen values are its constants, rev55.)"""
         plan = Step("p", "model", "llm", start_ns=1, end_ns=2, input="inspect the north apiary", output={"apiary": "north"})
         first = Step("a", "inspect_hive", "tool", start_ns=3, end_ns=4, input={"hive": "H-12", "apiary": "north"},
-                     output={"hive": "H-12", "apiary": "north", "frames": 9}, deps=(D("p"),))
-        later = {"start_ns": 5, "end_ns": 6, "deps": (D("a"),)}
+                     output={"hive": "H-12", "apiary": "north", "frames": 9}, deps=(D("p", origin="inferred"),))
+        later = {"start_ns": 5, "end_ns": 6, "deps": (D("a", origin="inferred"),)}
         run = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "north"}, **later))
         assert not [e for e in _from(_verdict(run, "b"), "tool-arguments") if e.suspicion > 0]
         odd = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "east"}, **later))

@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.builders import step
 
+import trajdebug
+from trajdebug.analysis import analyze
 from trajdebug.analysis.lineage import (
     Lineage,
     anomalies,
@@ -22,6 +24,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import atoms
+from trajdebug.testing import capture_runs, deterministic
 
 
 D = Dependency
@@ -1712,3 +1715,37 @@ def test_a_state_value_many_steps_read_is_read_once(monkeypatch: Any) -> None:
     assert sum(1 for x in read if isinstance(x, dict) and "catalog" in x) == 1
     assert all("n:1007" in lin.view(f"p{i}").in_keys for i in range(20))
     assert all(lin.introduced(f"p{i}") == [] for i in range(20))
+
+
+def test_a_stale_store_read_is_where_the_old_record_came_from() -> None:
+    """A memory write is handed a profile, then its update; the read answers the old one (a cache never
+    invalidated) and the courier refuses it.  The record was handed to a step before, yet the read that answered
+    it in place of the update is where the old address entered the run: it stays the first root cause (review
+    rev55a: no store read is taken for a faithful read back)."""
+    old = {"name": "Ada Brook", "address": "1 Old Road", "city": "Leeds"}
+    new = {"name": "Ada Brook", "address": "9 New Street", "city": "York"}
+
+    @trajdebug.step(kind="tool")
+    def memory_write(key: str, record: dict[str, str]) -> dict[str, bool]:
+        return {"ok": True}
+
+    @trajdebug.step(kind="tool")
+    def memory_read(key: str) -> dict[str, str]:
+        return dict(old)
+
+    @trajdebug.step(kind="tool")
+    def ship(name: str, address: str, city: str) -> None:
+        raise RuntimeError(f"courier: {name} does not live at {address}, {city}; current address 9 New Street, York")
+
+    with deterministic(), capture_runs() as runs:
+        try:
+            with trajdebug.run("memory", task="handle ticket"):
+                memory_write("profile", dict(old))
+                memory_write("profile", dict(new))
+                p = memory_read("profile")
+                ship(p["name"], p["address"], p["city"])
+        except RuntimeError:
+            pass
+    (run,) = runs
+    a = analyze(run)
+    assert a.root_causes[0].step_id == next(s.step_id for s in run.steps if s.name == "memory_read")

@@ -939,3 +939,22 @@ class TestDeclaredFallback:
         ranked = self._ranked(run, analysis)
         assert ranked[0][0] == "lookup", ranked
         assert self._declared(run, analysis, "lookup")
+
+
+def test_json_labels_match_the_printed_form() -> None:
+    """Each root cause and step failure in --json carries the label the terminal prints (name#last six of the id)."""
+    run = Run(
+        "r-label",
+        "labels",
+        outcome="failure",
+        steps=(
+            Step("step-000001", "fetch", "tool", output={"n": 3}, start_ns=1, end_ns=2),
+            Step("step-000002", "check", "tool", input={"n": 3}, status="error",
+                 error=ErrorInfo("ValueError", "n is 3"), start_ns=3, end_ns=4, deps=(Dependency("step-000001"),)),
+        ),
+    )
+    doc = trajdebug.analyze(run).to_dict()
+    assert doc["failures"][0]["label"] == "check#000002"
+    assert doc["root_causes"]
+    assert {c["label"] for c in doc["root_causes"]} <= {"fetch#000001", "check#000002"}
+    assert all(c["label"] == f"{c['name']}#{c['step_id'][-6:]}" for c in doc["root_causes"])

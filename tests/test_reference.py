@@ -33,9 +33,11 @@ from trajdebug.analysis.reference import (
 )
 from trajdebug.analysis.reference._first_picks import first_picks
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
+from trajdebug.analysis.reference._routes import _route as route_of
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.sources.load import load_runs
+from trajdebug.testing import capture_runs, deterministic
 
 
 D = Dependency
@@ -2969,3 +2971,254 @@ def test_a_new_stamp_a_later_step_was_handed_is_a_changed_answer() -> None:
     named = Step("n", "check", input={}, start_ns=5, end_ns=6, status="error",
                  error=ErrorInfo("ValueError", f"reading at {stamp} is older than the order"))
     assert not _volatile_only(fetch, {"f": fetch, "n": named}, now, {old: ""})
+
+
+def _router_run(last: str, then: str) -> Run:
+    """A graph's tool loop: a model node whose router (a conditional edge's function, run inside the node)
+    answers ``tools`` four times, a word of the system prompt it was handed, then ``last``; the step named
+    ``then`` runs after the last pass."""
+    prompt = {"role": "system", "content": "Price the repair. Use the tools, then answer the quote."}
+    steps: list[Step] = []
+    for i in range(5):
+        node = Step(f"n{i}", "estimator", "agent", input={"messages": [prompt]}, output={"pass": i},
+                    start_ns=10 * i, end_ns=10 * i + 5)
+        route = Step(f"r{i}", "more_tools", "other", parent_id=f"n{i}", input={"messages": [prompt], "pass": i},
+                     output="tools" if i < 4 else last, start_ns=10 * i + 1, end_ns=10 * i + 2)
+        after = Step(f"t{i}", "tools" if i < 4 else then, "agent", input={"pass": i}, output={"pass": i},
+                     start_ns=10 * i + 6, end_ns=10 * i + 8)
+        steps += [node, route, after]
+    return Run("r1", "roof-quotes", 0, 99, "failure", steps=tuple(steps))
+
+
+def _route_grounded(run: Run) -> list[str]:
+    lin, within = Lineage(run), {s.step_id: s for s in run.steps}
+    found = violations(within["r4"], lin.view("r4"), sibling_profiles(run, lin)["r4"], within=within)
+    return [e.reason for e in found if e.diagnoser.endswith(":grounded")]
+
+
+def test_a_route_a_router_took_out_of_its_loop_is_no_value_made_up() -> None:
+    """A router whose every pass answered a name it was handed by chance (``tools``, a word of the prompt) and
+    whose last pass names the step that ran next (``draft_quote``, leaving the loop) chose a route of the program:
+    no value it should have copied.  The same answer with another step run next is still a value it was not given."""
+    assert not _route_grounded(_router_run("draft_quote", "draft_quote"))
+    assert any("draft_quote" in r for r in _route_grounded(_router_run("draft_quote", "price_quote")))
+
+
+def test_a_model_naming_the_step_that_ran_next_is_still_held_to_what_it_was_told() -> None:
+    """A model's answer naming the next step is a pick among the routes its prompt told it of: one it was not
+    told of is still ungrounded (`chose_next` reads code's routes only)."""
+    run = _router_run("draft_quote", "draft_quote")
+    steps = tuple(dataclasses.replace(s, kind="llm") if s.name == "more_tools" else s for s in run.steps)
+    assert any("draft_quote" in r for r in _route_grounded(dataclasses.replace(run, steps=steps)))
+
+
+def _triage_run(label: str, ticket: str, fail: bool) -> Run:
+    """A ticket desk: a model labels the ticket, a code router passes a known label on as the desk to run next
+    and falls back to ``billing`` for any other (the bug), the desk answers."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": label}
+
+    @trajdebug.step(kind="condition")
+    def route(c: dict[str, str]) -> str:
+        return c["label"] if c["label"] in ("billing", "tech") else "billing"
+
+    @trajdebug.step(kind="tool")
+    def billing(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "billing", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def tech(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "tech", "reply": "reinstall the app"}
+
+    with deterministic(), capture_runs() as runs, trajdebug.run("triage", task="handle ticket") as r:
+        desk = route(classify("the app crashes on start"))
+        (billing if desk == "billing" else tech)(ticket)
+        if fail:
+            r.fail(f"ticket {ticket} about an app crash was answered by the billing desk")
+    (run,) = runs
+    return run
+
+
+def test_a_router_making_up_a_route_its_passing_runs_were_always_given_is_confidently_blamed() -> None:
+    """Passing runs' router always passed on the label it was given (``billing``, ``tech``); the failing run's
+    fell back to ``billing``, given nothing saying so (the model said ``Tech``).  Though ``billing`` names the
+    step that ran next, held to those passing runs it is a made-up route: `reference:grounded` keeps it, and the
+    router is blamed with confidence (review rev55a)."""
+    refs = [_triage_run(lab, f"T-{i}", False) for i, lab in enumerate(("billing", "tech", "billing", "tech"), 1)]
+    a = analyze(_triage_run("Tech", "T-9", True), references=refs)
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.name == "route")
+    assert "reference:grounded" in top.signals
+    assert a.verdict == "confident"
+
+
+def _desk_run(labels: Sequence[str], bug: bool) -> Run:
+    """A desk: a model labels each ticket, a code router passes the label on as the desk to run next; with
+    ``bug`` it makes up ``escalate`` for a refund (a route its passing runs never chose), and that desk runs."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": labels[int(text.split()[-1])]}
+
+    @trajdebug.step(kind="condition")
+    def dispatch(c: dict[str, str]) -> str:
+        return "escalate" if bug and c["label"] == "refund" else c["label"]
+
+    @trajdebug.step(kind="tool")
+    def refund(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "refund", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def shipping(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "shipping", "reply": "parcel re-sent"}
+
+    @trajdebug.step(kind="tool")
+    def escalate(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "escalate", "reply": "a manager will call"}
+
+    desks = {"refund": refund, "shipping": shipping, "escalate": escalate}
+    with deterministic(), capture_runs() as runs, trajdebug.run("desk", task="answer tickets") as r:
+        for i in range(len(labels)):
+            desks[dispatch(classify(f"ticket {i}"))](f"T-{i}")
+        if bug:
+            r.fail("a refund request got 'a manager will call' instead of a refund")
+    (run,) = runs
+    return run
+
+
+def test_a_router_inventing_a_route_its_passing_runs_never_chose_is_blamed_with_references() -> None:
+    """The route the router made up names the desk that ran next (``escalate``), yet its passing runs only ever
+    passed on the label they were given: held to them it made a value up (`chose_next` reads the step's own
+    calls only), and the router ranks first (fix56a probe)."""
+    refs = [_desk_run(k, False) for k in (["shipping", "refund"], ["refund", "shipping"],
+                                          ["refund", "refund", "shipping"], ["shipping", "shipping"])]
+    a = analyze(_desk_run(["shipping", "refund", "shipping"], True), references=refs)
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.output == "escalate" and s.name == "dispatch")
+    assert "reference:grounded" in top.signals
+
+
+def test_a_code_router_passing_on_given_labels_is_held_to_them_alone() -> None:
+    """Alone, the router's other calls each passed on the whole label they were given: the route it made up
+    (``escalate``, which ran next) is held to them, though it names the next step (`chose_next` skips only calls
+    grounded by a word inside a longer text: review rev56a, HIGH; its probe ``a_desk_alone``)."""
+    a = analyze(_desk_run(["shipping", "refund", "shipping", "shipping"], True))
+    top = a.root_causes[0]
+    assert top.step_id == next(s.step_id for s in a.run.steps if s.output == "escalate" and s.name == "dispatch")
+    assert "sibling:grounded" in top.signals
+
+
+def _desk_record_run(labels: Sequence[str], bug: bool) -> Run:
+    """`_desk_run` with a plain code router answering a one-field record (``{"desk": "refund"}``)."""
+
+    @trajdebug.step(kind="llm")
+    def classify(text: str) -> dict[str, str]:
+        return {"label": labels[int(text.split()[-1])]}
+
+    @trajdebug.step(kind="other")
+    def dispatch(c: dict[str, str]) -> dict[str, str]:
+        return {"desk": "escalate" if bug and c["label"] == "refund" else c["label"]}
+
+    @trajdebug.step(kind="tool")
+    def refund(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "refund", "reply": "refund issued"}
+
+    @trajdebug.step(kind="tool")
+    def shipping(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "shipping", "reply": "parcel re-sent"}
+
+    @trajdebug.step(kind="tool")
+    def escalate(t: str) -> dict[str, str]:
+        return {"ticket": t, "desk": "escalate", "reply": "a manager will call"}
+
+    desks = {"refund": refund, "shipping": shipping, "escalate": escalate}
+    with deterministic(), capture_runs() as runs, trajdebug.run("desk2", task="answer tickets") as r:
+        for i in range(len(labels)):
+            desks[dispatch(classify(f"ticket {i}"))["desk"]](f"T-{i}")
+        if bug:
+            r.fail("a refund request got 'a manager will call' instead of a refund")
+    (run,) = runs
+    return run
+
+
+def test_a_code_router_answering_a_record_that_makes_up_a_route_stays_named_alone() -> None:
+    """The router as a plain code step answering ``{"desk": c["label"]}``: the made-up ``escalate`` is held to its
+    other calls, which each copied a whole given label, and the router stays among the first four (review
+    rev56a, HIGH; its probe ``a2_desk_alone``)."""
+    a = analyze(_desk_record_run(["shipping", "refund", "shipping", "shipping"], True))
+    bad = next(s.step_id for s in a.run.steps if s.name == "dispatch" and s.output == {"desk": "escalate"})
+    top4 = a.root_causes[:4]
+    assert bad in [c.step_id for c in top4]
+    assert "sibling:grounded" in next(c for c in top4 if c.step_id == bad).signals
+
+
+def test_a_one_field_record_holding_an_id_is_no_route() -> None:
+    """A code step picking the account of each order (``{"account": "C-101"}``), each account's sub-step named by
+    it: the default account it made up (``C-100``) names the step that ran next, yet an id is data, not a route,
+    and the step's other calls each copied a given id (review rev56a, MEDIUM; its probe ``b3_accounts``)."""
+    orders = [{"order": f"O-{i}", "customer": f"C-10{i}"} for i in range(1, 5)]
+
+    @trajdebug.step(kind="other")
+    def pick_account(o: dict[str, str]) -> dict[str, str]:
+        return {"account": "C-100"} if o["order"] == "O-3" else {"account": o["customer"]}
+
+    @trajdebug.step(kind="tool")
+    def charge(acct: dict[str, str], order: str) -> dict[str, Any]:
+        return {"charged": acct, "order": order, "ok": True}
+
+    with deterministic(), capture_runs() as runs, trajdebug.run("acct3", task="handle tickets") as r:
+        for o in orders:
+            c = pick_account(o)
+            with trajdebug.step(c["account"], kind="agent", input=c):
+                charge(dict(c), o["order"])
+        r.fail("order O-3 was charged to account C-100, not its customer C-103")
+    (run,) = runs
+    a = analyze(run)
+    bad = next(s.step_id for s in run.steps if s.name == "pick_account" and s.output == {"account": "C-100"})
+    top4 = a.root_causes[:4]
+    assert bad in [c.step_id for c in top4]
+    assert "sibling:grounded" in next(c for c in top4 if c.step_id == bad).signals
+    assert route_of({"account": "C-100"}) is None
+    assert route_of({"next": "agent_2"}) == "agent_2"
+
+
+class TestSameInputNeedsTheFirstInput:
+    """nu29 finding 2: a constant ``task`` over runs given other entry arguments is not the same input."""
+
+    @staticmethod
+    def _run(rid: str, first: Any, task: str = "expense report", outcome: str = "success") -> Run:
+        steps = (
+            Step(f"{rid}1", "receipts", "input", input=first, output=first, start_ns=1, end_ns=2),
+            Step(f"{rid}2", "total", "tool", input={"n": 1}, output={"eur": 3.0}, start_ns=3, end_ns=4),
+        )
+        return Run(rid, "expenses", metadata={"task": task}, outcome=outcome, steps=steps)
+
+    def test_one_task_with_other_receipts_is_another_input_in_the_analysis_and_the_diff(self) -> None:
+        from trajdebug.analysis.reference import same_request
+        from trajdebug.api import same_input
+        from trajdebug.replay.align import input_difference
+
+        bad = self._run("f", {"text": "Delta | 612.40 | USD"}, outcome="failure")
+        other = self._run("o", {"text": "Dishoom | 64.20 | GBP"})
+        assert not same_request(bad, other) and same_input(bad, [bad, other]) is None
+        differ = input_difference(other, bad)
+        assert differ is not None and differ.what == "first step receipts's input"
+        twin = self._run("t", {"text": "Delta | 612.40 | USD"})
+        assert same_request(bad, twin) and same_input(bad, [bad, other, twin]) is twin
+        assert input_difference(twin, bad) is None
+        assert not same_request(bad, self._run("x", {"text": "Delta | 612.40 | USD"}, task="another report"))
+
+    def test_a_retry_stamped_with_its_own_request_id_and_time_is_the_same_input(self) -> None:
+        """A retry of one request whose first input carries a new request id and receipt time is the same input;
+        the same stamps over other receipts are not."""
+        from trajdebug.analysis.reference import same_request
+
+        def first(rid: str, at: str, text: str) -> dict[str, Any]:
+            return {"request_id": rid, "receivedAt": at, "receipts": {"text": text, "trace_id": rid}}
+
+        a = self._run("a", first("rq-1", "2026-12-06T10:00", "Delta | 612.40 | USD"), outcome="failure")
+        b = self._run("b", first("rq-2", "2026-12-06T10:05", "Delta | 612.40 | USD"))
+        c = self._run("c", first("rq-3", "2026-12-06T10:09", "Dishoom | 64.20 | GBP"))
+        assert same_request(a, b) and not same_request(a, c)

@@ -354,8 +354,9 @@ def _oracles(oracle: Any) -> list[Any]:
 def same_input(run: Run, pool: Sequence[Run]) -> Run | None:
     """The latest passing run of the same agent given the same input (task, entry arguments), if any.
 
-    The same input is the same ``task`` (or ``input``) in the runs' metadata, or, when neither
-    says, the same input of the first step (`trajdebug.analysis.reference.same_request`).  To ask it of many
+    The same input is the same ``task`` (or ``input``) in the runs' metadata and, where both runs' first steps
+    state one, the same first input (a request id or time aside); when neither metadata says, the same input
+    of the first step (`trajdebug.analysis.reference.same_request`).  To ask it of many
     runs of one pool, index the pool once (`SameInput`).
     """
     return SameInput(pool).of(run)
@@ -369,23 +370,34 @@ class SameInput:
     __slots__ = ("_by",)
 
     def __init__(self, pool: Sequence[Run]) -> None:
-        from trajdebug.analysis.reference import input_key
+        from trajdebug.analysis.reference import first_input_key, input_key
 
-        self._by: dict[tuple[str, str, str], list[Run]] = {}
+        # Each run's first input is written once here (with a ``task``, `same_request` compares it too): a
+        # look-up then compares the stored keys, never writing a candidate's input again per failing run.
+        self._by: dict[tuple[str, str, str], list[tuple[Run, str | None]]] = {}
         for r in pool:
             key = input_key(r) if r.outcome == "success" else None
             if key is not None:
-                self._by.setdefault((r.name, *key), []).append(r)
+                first = first_input_key(r) if key[0] != "first" else None
+                self._by.setdefault((r.name, *key), []).append((r, first))
 
     def of(self, run: Run) -> Run | None:
         """The latest passing run of the same agent given the same input as ``run`` (the later in the pool among
-        equal starts), other than itself; None when there is none."""
-        from trajdebug.analysis.reference import input_key, same_agent
+        equal starts), other than itself; None when there is none (`same_request`'s rule, on stored keys)."""
+        from trajdebug.analysis.reference import first_input_key, first_inputs_agree, input_key, same_agent
 
         key = input_key(run)
+        if key is None:
+            return None
+        mine = first_input_key(run) if key[0] != "first" else None
         best = None
-        for r in self._by.get((run.name, *key), ()) if key is not None else ():
-            if r.run_id != run.run_id and same_agent(r, run) and (best is None or r.start_ns >= best.start_ns):
+        for r, first in self._by.get((run.name, *key), ()):
+            if (
+                r.run_id != run.run_id
+                and same_agent(r, run)
+                and (best is None or r.start_ns >= best.start_ns)
+                and first_inputs_agree(mine, first)
+            ):
                 best = r
         return best
 

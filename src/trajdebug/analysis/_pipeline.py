@@ -157,6 +157,9 @@ class Analysis:
                     "run_id": c.run_id,
                     "source_index": s.source_index,
                     "name": s.name,
+                    # The form the terminal prints and `show --step` takes (name#last six of the id): a reader of
+                    # --json matches the lists by it, not by the full id alone (nu28).
+                    "label": f"{s.name}#{c.step_id[-6:]}",
                     "kind": s.kind,
                     "agent": s.agent,
                     "score": c.score,
@@ -173,7 +176,9 @@ class Analysis:
         return {
             "run_id": self.run.run_id,
             "outcome": self.run.outcome,
-            "failures": [{**f.to_dict(), "name": names.get(f.step_id)} for f in self.failures],
+            "failures": [
+                {**f.to_dict(), "name": names.get(f.step_id), "label": _label(names, f.step_id)} for f in self.failures
+            ],
             "failure_groups": [g.to_dict(names) for g in self.failure_groups()],
             "root_causes": causes,
             "order": self.order,
@@ -193,6 +198,11 @@ class Analysis:
             # The root's standing as the text words it (proved, singled out), beside the search's ``certain``.
             "guided": None if self.guided is None else {**self.guided.to_dict(), **root_standing(self)},
         }
+
+
+def _label(names: Mapping[str, str], step_id: str | None) -> str | None:
+    """A failure's step as the terminal prints it (None: a failure of the run, not of one step)."""
+    return f"{names[step_id]}#{step_id[-6:]}" if step_id is not None and step_id in names else None
 
 
 def analyses_to_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:

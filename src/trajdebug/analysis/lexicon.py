@@ -245,6 +245,11 @@ class Lexicon:
     """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
     ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
 
+    request_stamp_words: frozenset[str]
+    """Words of an input field that stamps one request rather than says what it asks (``request_id``,
+    ``received_at``, ``session``): with `identifier_words` and `timing_words`, what a retry of the same request
+    changes (`trajdebug.analysis.reference.same_request`)."""
+
     timing_words: frozenset[str]
     """Words of a field name that make its number a reading of the run's own clock or counter (``elapsed_ms``,
     ``latencyMs``, ``attempt``): new in every run, never a value the run computed."""
@@ -512,6 +517,9 @@ ENGLISH = Lexicon(
     ),
     duration_words=frozenset(
         ["seconds", "secs", "minutes", "mins", "hours", "hrs", "days", "weeks", "interval", "window", "timeout", "ttl", "duration"]
+    ),
+    request_stamp_words=frozenset(
+        {"received", "sent", "created", "requested", "submitted", "nonce", "session", "trace", "span"}
     ),
     timing_words=frozenset(
         ["elapsed", "latency", "took", "duration", "runtime", "uptime", "ms", "millis", "msec", "ns", "us",

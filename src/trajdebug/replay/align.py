@@ -182,15 +182,20 @@ def input_difference(good: Run, bad: Run) -> InputDifference | None:
 
     One definition with the analysis (`trajdebug.analysis.reference.same_request`, which pairs a failing run
     with a passing run of the same input for ``analyze``'s ``diff`` hint and the guided search): the metadata's
-    ``task`` (``task_id``, ``input``, ``args``), else the first step's input.  What else an input step records
-    (a request id, the time it was received) is no other input."""
-    from trajdebug.analysis.reference import given_input, same_request
+    ``task`` (``task_id``, ``input``, ``args``), else the first step's input; and with one ``task``, the first
+    step's input too (an agent that records one constant task for other requests).  What else an input step
+    records (a request id, the time it was received) is no other input."""
+    from trajdebug.analysis.reference import given_input, input_key, same_request
 
     x, y = given_input(good), given_input(bad)
     if (x is None and y is None) or same_request(good, bad):
         # Neither states its input (no task, a first step given nothing): nothing says the inputs differ.
         return None
-    where = next((g[0] for g in (x, y) if g is not None and g[0] != "first"), "first")
+    key = input_key(good)
+    if key is not None and key == input_key(bad):
+        where = "first"  # one task, other first inputs
+    else:
+        where = next((g[0] for g in (x, y) if g is not None and g[0] != "first"), "first")
     what = f"first step {(good.steps or bad.steps)[0].name}'s input" if where == "first" else where
     return InputDifference(what, _stated(good, where), _stated(bad, where))
 

@@ -197,17 +197,22 @@ def _swapped(missing: list[str], hay: str) -> bool:
 def _asked_by_model(step: Step, ctx: DiagnoseContext) -> bool:
     """False when no model call started before the step, or when the step runs inside an enclosing step
     (a graph node, a function of the agent) whose model calls, if any, each recorded an empty list of tool
-    calls, and no earlier model's answer names the tool (in a tool call, or in text a program parses into
-    one): the node's own code called it.  Otherwise a model may have made its arguments up."""
+    calls, or at the top level of a run whose values were tracked (the run's own code called it), and no
+    earlier model's answer names the tool (in a tool call, or in text a program parses into one): the code
+    called it.  Otherwise a model may have made its arguments up."""
     if _before_any_model(step, ctx):
         return False
-    if step.parent_id is None or step.parent_id not in ctx.graph.steps:
-        return True  # no enclosing code step recorded: who called it is unknown
+    if step.parent_id is None and not ctx.recorded_edges():
+        return True  # the top level of a trace that tracked no value: who called it is unknown
+    if step.parent_id is not None and step.parent_id not in ctx.graph.steps:
+        return True  # its enclosing step was not recorded: who called it is unknown
     # A model beside it in the same enclosing step may have asked for it, unless every such model recorded
     # that it asked for no tool at all (an empty list of tool calls): then the enclosing code called it with
     # its own constants, as a node with no model does (round 42: an OTLP run's flat agent span holding a model
-    # that answered text, `tool_calls: []`, and a price lookup the program makes with its market's name).
-    if any(s.kind == "llm" and not _asked_no_tool(s) for s in ctx.children(step.parent_id)):
+    # that answered text, `tool_calls: []`, and a price lookup the program makes with its market's name).  A
+    # step at the top level of a run whose recorder tracked its values was called by the run's own code (the
+    # body of `trajdebug.run`): a model there asked for it only by naming it, which the test below reads.
+    if step.parent_id is not None and any(s.kind == "llm" and not _asked_no_tool(s) for s in ctx.children(step.parent_id)):
         return True
     pos = ctx.memo("step-positions", lambda: {s.step_id: i for i, s in reversed(list(enumerate(ctx.run.steps)))})
     # The models' answers read once per run, with their places: one scan per tool step reads only these.

@@ -27,6 +27,8 @@ from trajdebug.analysis.reference._profile import producers_of, spectrum
 from trajdebug.analysis.reference._relations import relayed_source
 from trajdebug.analysis.reference._select import (
     MAX_REFERENCES,
+    first_input_key,
+    first_inputs_agree,
     given_input,
     input_key,
     is_original,
@@ -46,6 +48,8 @@ __all__ = [
     "StepKey",
     "asked_before",
     "given_input",
+    "first_input_key",
+    "first_inputs_agree",
     "input_key",
     "is_original",
     "learn",

@@ -73,6 +73,7 @@ from trajdebug.analysis.reference._relations import (
     worked_out,
 )
 from trajdebug.analysis.reference._relations import support_weight as _w
+from trajdebug.analysis.reference._routes import chose_next
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -294,8 +295,15 @@ def _field_checks(
     # A first tool call's name is given by the tools the model was offered (`picked_first`, asked only of a
     # name no input holds: it walks the run's earlier model calls).
     operands = operand_view(view)
+    # A route the step took (its answer names the step that ran next: a router's) is a name of the program,
+    # chosen, never copied (`chose_next`), against the step's other calls (a loop's router answering a word of
+    # its prompt by chance).  Against passing runs it is skipped only where their answers of the step were not
+    # given to it at least once, and then `fs.grounded < fs.n` already holds the check back: a router whose
+    # passing runs always passed on a given label and that now made its route up (a fallback) keeps the finding.
     bad = next((a for a in atoms if not operands.given(a) and not picked_first(step, run, f, a.raw)
-                and not worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
+                and not worked_out(view, a) and not _unsigned(view, a)
+                and not (siblings and chose_next(step, run, str(a.raw)))),
+               None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
         yield _ungrounded(step, f, fs, bad)
     elif fs.days_seen == fs.n and fs.days_grounded == fs.n:

@@ -11,10 +11,15 @@ come first.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Run
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 MAX_REFERENCES = 50
@@ -86,16 +91,73 @@ def input_key(run: Run) -> tuple[str, str] | None:
         return None
 
 
+def _stamp(name: Any, lexicon: Lexicon) -> bool:
+    """Whether an input field's name says it stamps the request (an id, a time it was received, a session)."""
+    words = {w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", str(name)).lower()) if w}
+    return bool(words & (lexicon.identifier_words | lexicon.timing_words | lexicon.request_stamp_words))
+
+
+def _unstamped(value: Any, lexicon: Lexicon, depth: int = 0) -> Any:
+    """An input without the fields that stamp the request (`_stamp`), in its mappings at any depth."""
+    if depth > 20:
+        return value
+    if isinstance(value, dict):
+        return {k: _unstamped(v, lexicon, depth + 1) for k, v in value.items() if not _stamp(k, lexicon)}
+    if isinstance(value, (list, tuple)):
+        return [_unstamped(v, lexicon, depth + 1) for v in value]
+    return value
+
+
+def first_input_key(run: Run, lexicon: Lexicon = ENGLISH) -> str | None:
+    """The first step's input as `same_request` compares it when a metadata key says what the run was asked:
+    without the fields that stamp one request (`_stamp`: ``request_id``, ``received_at``), written as JSON
+    (keys sorted where they sort).  None when the first step states no input (`stated`) or cannot be written,
+    and for an enclosing step (kind ``agent``): what it was handed is the agent's code's, which a regression of
+    that code changes under one request (a diff then names where the request was changed, not another input)."""
+    if not run.steps or not stated(run.steps[0].input) or run.steps[0].kind == "agent":
+        return None
+    value = _unstamped(run.steps[0].input, lexicon)
+    for keys in (True, False):
+        try:
+            return json.dumps(value, sort_keys=keys, default=str)
+        except (TypeError, ValueError):
+            continue
+        except RecursionError:
+            return None
+    return None
+
+
 def same_request(a: Run, b: Run) -> bool:
-    """Whether two runs of the same agent were given the same input (the same ``task``, or the same first input,
-    as `input_key` writes it): a passing one is a same-input reference of the other, as ``trajdebug diff`` pairs
-    them (`trajdebug.replay.input_difference` reads inputs alike)."""
+    """Whether two runs of the same agent were given the same input: the same ``task`` (or the same first input,
+    as `input_key` writes it) and, when that was read from the metadata and both runs' first steps state an
+    input, the same first input too (`first_input_key`).  A passing one is then a same-input reference of the
+    other, and ``trajdebug diff`` says their inputs differ exactly when this is False
+    (`trajdebug.replay.input_difference` calls it: one rule).
+
+    The metadata alone is not enough: an agent may record one constant ``task`` (``"expense report"``) while
+    each run is given other receipts (nu29).  A retry of one request may carry a per-run request id or the
+    time it came in: fields named so (`_stamp`: ``request_id``, ``received_at``, ``session``) are left out of
+    the first inputs compared.  Inputs that differ otherwise are other inputs, even under one task id (a
+    tau-style task whose user simulator words its first message afresh each run): the two runs then did not
+    start from the same request, and calling them the same input would send the reader to a diff that
+    differs from the first step on, the worse error of the two."""
     x = input_key(a)
-    return x is not None and x == input_key(b)
+    if x is None or x != input_key(b):
+        return False
+    if x[0] == "first":
+        return True
+    return first_inputs_agree(first_input_key(a), first_input_key(b))
+
+
+def first_inputs_agree(a: str | None, b: str | None) -> bool:
+    """Whether two runs' first inputs (`first_input_key`) leave them the same input: equal, or one not stated."""
+    return a is None or b is None or a == b
 
 
 __all__ = [
     "MAX_REFERENCES",
+    "first_input_key",
+    "first_inputs_agree",
     "given_input",
     "input_key",
     "is_original",

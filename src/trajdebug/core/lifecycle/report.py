@@ -9,6 +9,7 @@ the renderers look for (`CAUGHT`).
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -239,6 +240,10 @@ def _handed_on(message: str, raised: Step, later: list[Step], texts: dict[str, s
     return next(handed_to(message, raised, later, texts), None) is not None
 
 
+def _start(t: Step) -> int:
+    return t.start_ns
+
+
 def handed_to(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> Iterator[str]:
     """The steps whose input holds the error's message, among those that started after ``raised`` ended, up
     to the first model call (told the tool failed, a model keeps it in every later turn, so reading further
@@ -246,7 +251,13 @@ def handed_to(message: str, raised: Step, later: list[Step], texts: dict[str, st
     and inputs are serialized once per run (``texts``).  Lazy: a caller that needs one reads one."""
     text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
     after = raised.end_ns if raised.end_ns is not None else raised.start_ns
-    for t in (t for t in later if t.start_ns >= after and t.step_id != raised.step_id) if len(text) >= 4 else ():
+    # The first step that started after it, found by bisection: scanning the run's earlier steps for it cost
+    # the run's length per error (a tool loop with a failure every few tickets: quadratic in the run).
+    start = bisect.bisect_left(later, after, key=_start) if len(text) >= 4 else len(later)
+    for i in range(start, len(later)):  # (`itertools.islice` would step through the skipped steps one by one)
+        t = later[i]
+        if t.step_id == raised.step_id:
+            continue
         if t.step_id not in texts:
             texts[t.step_id] = json.dumps(t.input, ensure_ascii=False, default=str)
         if text in texts[t.step_id]:
