@@ -197,3 +197,115 @@ def test_no_mark_for_a_choice_the_router_was_handed() -> None:
 
 def _by(run: Run, name: str) -> Any:
     return next(s for s in run.steps if s.name == name)
+
+
+class Sale(TypedDict, total=False):
+    qty: int
+    price: float
+    total: float
+    note: str
+    beds: list[str]
+    loads: list[dict[str, Any]]
+
+
+def _failed(graph: Any, state: dict[str, Any]) -> Run:
+    tracer = TrajdebugTracer()
+    with pytest.raises(ValueError):
+        graph.compile().invoke(state, config={"callbacks": [tracer]})
+    return tracer.to_run()
+
+
+def _first(run: Run) -> str:
+    a = analyze(run, top=5, model=None)
+    return a.run.step(a.localization.candidates[0].step_id).name
+
+
+def test_no_mark_for_the_right_branch_before_a_tool_that_misweighed() -> None:
+    """Review rev56g: ``pick_method`` rightly chose ``dry_harvest``; a tool inside it weighed the load tenfold, and the
+    failure ("the dry-harvested load ... weighs 7000.0 barrels") speaks of the branch only to say which load: a
+    quantity the failure names came from the tool, so the failure is about that value, and the tool ranks first."""
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
+    from langgraph.graph import END, StateGraph
+
+    @tool
+    def weigh_load(bed: str) -> float:
+        """Weigh a bed's load in barrels."""
+        return 7000.0  # the fault
+
+    def dry_harvest(state: Sale, config: RunnableConfig) -> dict[str, Any]:
+        return {"loads": [{"bed": b, "barrels": weigh_load.invoke({"bed": b}, config=config)} for b in state["beds"]]}
+
+    def receiving_check(state: Sale) -> dict[str, Any]:
+        barrels = state["loads"][0]["barrels"]
+        raise ValueError(f"the dry-harvested load from W-01 weighs {barrels} barrels, over the 900 a bed yields")
+
+    graph = StateGraph(Sale)
+    graph.add_node("plan", lambda s: {"beds": ["W-01"]})
+    graph.add_node("dry_harvest", dry_harvest)  # type: ignore[call-overload]
+    graph.add_node("wet_harvest", lambda s: {"loads": []})
+    graph.add_node("receiving_check", receiving_check)
+    graph.set_entry_point("plan")
+    graph.add_conditional_edges("plan", lambda s: "dry_harvest", {"dry_harvest": "dry_harvest", "wet_harvest": "wet_harvest"})
+    graph.add_edge("dry_harvest", "receiving_check")
+    graph.add_edge("wet_harvest", "receiving_check")
+    graph.add_edge("receiving_check", END)
+    run = _failed(graph, {})
+    assert _first(run) == "weigh_load"
+    assert not any(SPEAKS in r for s in run.steps if s.kind == "other" for r in _reasons(run, s.name))
+
+
+def test_no_mark_for_the_right_branch_before_a_wrong_total() -> None:
+    """Review rev56g: ``route_pricing`` rightly chose ``total_standard``; a later node computed a wrong total, which
+    the failure names ("order total 150.0 does not match"): that node, not the router, ranks first."""
+    from langgraph.graph import END, StateGraph
+
+    def invoice_guard(state: Sale) -> dict[str, Any]:
+        raise ValueError(f"order total {state['total']} does not match 4 x 25.0 = 100.0")
+
+    graph = StateGraph(Sale)
+    graph.add_node("start", lambda s: {"qty": 4, "price": 25.0})
+    graph.add_node("total_standard", lambda s: {"note": "standard"})
+    graph.add_node("total_bulk", lambda s: {"note": "bulk"})
+    graph.add_node("apply_discount", lambda s: {"total": s["qty"] * s["price"] * 1.5})  # the fault
+    graph.add_node("invoice_guard", invoice_guard)
+    graph.set_entry_point("start")
+
+    def route_pricing(state: Sale) -> str:
+        return "total_standard"
+
+    graph.add_conditional_edges("start", route_pricing, {"total_standard": "total_standard", "total_bulk": "total_bulk"})
+    graph.add_edge("total_standard", "apply_discount")
+    graph.add_edge("total_bulk", "apply_discount")
+    graph.add_edge("apply_discount", "invoice_guard")
+    graph.add_edge("invoice_guard", END)
+    run = _failed(graph, {})
+    assert _first(run) == "apply_discount"
+    assert not any(SPEAKS in r for r in _reasons(run, "route_pricing"))
+
+
+def test_no_mark_for_a_router_that_followed_an_upstream_wrong_quantity() -> None:
+    """Review rev56g: ``set_qty`` wrote 400 for 40 and the router, reading it, rightly sent the order on to
+    ``place_order``; the failure names the 400 and the branch's word ("order"): the choice followed the wrong
+    value, so the router takes no mark."""
+    from langgraph.graph import END, StateGraph
+
+    def limit_guard(state: Sale) -> dict[str, Any]:
+        raise ValueError(f"order ORD-3 for {state['qty']} units is over the 100 unit limit")
+
+    def route_order(state: Sale) -> str:
+        return "place_order" if state["qty"] > 0 else "hold_order"
+
+    graph = StateGraph(Sale)
+    graph.add_node("set_qty", lambda s: {"qty": 400})  # the fault: 400 for 40
+    graph.add_node("place_order", lambda s: {"total": s["qty"] * 2.0})
+    graph.add_node("hold_order", lambda s: {"note": "held"})
+    graph.add_node("limit_guard", limit_guard)
+    graph.set_entry_point("set_qty")
+    graph.add_conditional_edges("set_qty", route_order, {"place_order": "place_order", "hold_order": "hold_order"})
+    graph.add_edge("place_order", "limit_guard")
+    graph.add_edge("hold_order", "limit_guard")
+    graph.add_edge("limit_guard", END)
+    run = _failed(graph, {})
+    assert not any(SPEAKS in r for r in _reasons(run, "route_order"))
+    assert _first(run) != "route_order"

@@ -10,7 +10,7 @@ shared maps.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._content import has_word
@@ -173,7 +173,9 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
             )
     return out
 
-def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where: str) -> list[Found]:
+def _spoken_choices(
+    sl: Slice, said: set[str], pos: int, within: set[str], where: str, made: Collection[str] = ()
+) -> list[Found]:
     """The steps that chose a branch the failure speaks of (a routing function answering ``wet_harvest`` before
     "load from W-01 was wet-harvested"): the failure is about what ran there, and running it was that choice.
 
@@ -183,12 +185,19 @@ def _spoken_choices(sl: Slice, said: set[str], pos: int, within: set[str], where
     first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
     node again, a loop's last node choosing its first), no branch; and so is a choice its chooser was handed, a word
     of the name among its input's values.  Several choices of the branch share the mark.
+
+    A failure about a wrong quantity (``made``: the steps that introduced or computed a number or date its message
+    names, `_value_sources._quantity_origins`) is no failure of a choice: the branch named is where the value showed
+    (a router rightly choosing ``dry_harvest`` before a misweighed load "the dry-harvested load weighs 7000.0
+    barrels"), or the router followed it (an upstream quantity of 400 routed to ``place_order``); no choice joins.
     """
     own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
     first: dict[str, int] = {}
     for i, s in enumerate(sl.run.steps):
         first.setdefault(s.name, i)
     choosers: dict[str, str] = {}
+    if made:
+        return []
     for sid in sorted(within, key=sl.g.position):
         if sl.g.position(sid) >= pos:
             continue

@@ -195,7 +195,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
-    out += _spoken_choices(sl, said, pos, within, step.name)
+    out += _spoken_choices(sl, said, pos, within, step.name, _quantity_origins(sl, f, named, within))
     out += picked_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
@@ -205,6 +205,15 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
         what = f"the failure at {step.name} names" if stated else what
         out += _trace(sl, a, pos, within, sl.w["origin_named_arg" if spoken else "origin_arg"], what)
     return out
+
+
+def _quantity_origins(sl: Slice, f: Failure, named: Sequence[Atom], within: set[str]) -> set[str]:
+    """The steps on a failure's slice that introduced or computed a quantity its message names (a number or a date,
+    not a small count; read where `_named_values` reads them): a wrong value the failure is about."""
+    pos = sl.g.position(f.step_id)
+    end, skip = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else (pos, frozenset())
+    found = (sl.lin.origin(a, end, within, skip) for a in named if a.kind in ("number", "date") and not _trivial_number(a))
+    return {o.step_id for o in found if o.step_id is not None}
 
 
 def _named_values(
