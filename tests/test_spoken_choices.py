@@ -309,3 +309,35 @@ def test_no_mark_for_a_router_that_followed_an_upstream_wrong_quantity() -> None
     run = _failed(graph, {})
     assert not any(SPEAKS in r for r in _reasons(run, "route_order"))
     assert _first(run) != "route_order"
+
+
+class Repair(TypedDict, total=False):
+    ticket: str
+    diagnosis: str
+    parts: list[str]
+
+
+def test_no_mark_for_a_choice_headed_in_a_text_the_router_was_handed() -> None:
+    """A router answering ``valve_work`` from a diagnosis ``valve: replace the valves`` (a model's label heading its
+    answer) passed that label on: the failure's "valve set" speaks of the parts, not of a choice the router made."""
+    from langgraph.graph import END, StateGraph
+
+    def route_repair(state: Repair) -> str:
+        return f"{state['diagnosis'].split(':')[0]}_work"
+
+    def approve_quote(state: Repair) -> dict[str, Any]:
+        raise ValueError(f"{state['parts'][0]} VS-Richter does not fit Paddy Richter tuning")
+
+    graph = StateGraph(Repair)
+    graph.add_node("diagnose", lambda s: {"diagnosis": "valve: replace the valves"})
+    graph.add_node("valve_work", lambda s: {"parts": ["valve set"]})
+    graph.add_node("reed_work", lambda s: {"parts": ["reed plate"]})
+    graph.add_node("approve_quote", approve_quote)
+    graph.set_entry_point("diagnose")
+    graph.add_conditional_edges("diagnose", route_repair, {"valve_work": "valve_work", "reed_work": "reed_work"})
+    graph.add_edge("valve_work", "approve_quote")
+    graph.add_edge("reed_work", "approve_quote")
+    graph.add_edge("approve_quote", END)
+    run = _failed(graph, {"ticket": "Seydel 1847, Paddy Richter tuning: air leaks on holes 7 to 10"})
+    assert _by(run, "route_repair").output == "valve_work"
+    assert not any(SPEAKS in r for r in _reasons(run, "route_repair"))

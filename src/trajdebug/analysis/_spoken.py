@@ -184,7 +184,8 @@ def _spoken_choices(
     function word) is a word of the message and no word of the failing step's own name.  A choice of a step that
     first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
     node again, a loop's last node choosing its first), no branch; and so is a choice its chooser was handed, a word
-    of the name among its input's values.  Several choices of the branch share the mark.
+    of the name among its input's values (a one-word text, or the word heading one: a model's diagnosis
+    ``valve: replace the valves`` before ``valve_work``).  Several choices of the branch share the mark.
 
     A failure about a wrong quantity (``made``: the steps that introduced or computed a number or date its message
     names, `_value_sources._quantity_origins`) is no failure of a choice: the branch named is where the value showed
@@ -227,11 +228,13 @@ def _spoken_choices(
     return out
 
 def _given_words(value: Any, sl: Slice, depth: int = 0) -> set[str]:
-    """The one-word texts among a step's input values (case-folded, a plural's ``s`` cut; up to 6 levels deep)."""
+    """The one-word texts among a step's input values, and the one word before a colon heading a text (``valve:
+    replace the valves``; case-folded, a plural's ``s`` cut; up to 6 levels deep)."""
     if depth > 6:
         return set()
     if isinstance(value, str):
-        w = value.strip().casefold()
+        # A one-word text, or the one word heading a text (a model's ``valve: replace the valves``): a label.
+        w = value.strip().casefold().partition(":")[0].rstrip()
         return {sl.lexicon.singular(w)} if 3 <= len(w) <= 30 and w.isalpha() else set()
     if isinstance(value, Mapping):
         return set().union(*(_given_words(v, sl, depth + 1) for v in value.values()))
