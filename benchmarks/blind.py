@@ -97,7 +97,9 @@ development suites since).  ``suite_zzzf`` and ``suite_zzzg`` (written blind and
 at 19:17 and 19:13 UTC, scored once held out at 20:50-20:51 UTC on 2886c1f5, the last round's final analysis: development
 suites since).  ``suite_zzzh`` and ``suite_zzzi`` (written blind and frozen at 20:40 and 20:47 UTC, scored once held
 out at 22:04 UTC on 56fb6330, the last round's final analysis: development suites since).  ``suite_zzzj`` and
-``suite_zzzk`` (written blind this round) are held out
+``suite_zzzk`` (written blind and frozen at 22:22 and 22:26 UTC, scored once held out at 00:03 UTC on 2026-12-07 on
+381f97af, the round's final analysis: development suites since).  ``suite_zzzl`` and ``suite_zzzm`` (written blind and frozen
+at 00:18 UTC on 2026-12-07: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -121,8 +123,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzk": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzj)",
-    "suite_zzzj": "held out (written blind on 2026-12-06 in round 57; not yet scored: the next measure, with suite_zzzk)",
+    "suite_zzzm": "held out (written blind and frozen on 2026-12-07 at 00:18 UTC; not yet scored: the next round's first measure, with suite_zzzl)",
+    "suite_zzzl": "held out (written blind and frozen on 2026-12-07 at 00:18 UTC; not yet scored: the next round's first measure, with suite_zzzm)",
+    "suite_zzzk": "development (scored once held out on 2026-12-07 at 00:03 UTC on 381f97af; its misses not yet studied)",
+    "suite_zzzj": "development (scored once held out on 2026-12-07 at 00:03 UTC on 381f97af; its misses not yet studied)",
     "suite_zzzi": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
     "suite_zzzh": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",
     "suite_zzzg": "development (scored once held out on 2026-12-06 at 20:51 UTC on 2886c1f5; its misses not yet studied)",

@@ -36,6 +36,13 @@ from benchmarks/train_results.json and the model without fitting;
 ``--compare --corpus FILE`` cross-validates the first shipped model's recipe
 (pointwise boosting, no ``ranker:*`` features) on the same folds and adds it
 to the results and the docs.
+``--against-shipped FILE --corpus FILE`` (round 56, benchmarks/train_rule_round56.md) sets the retrained
+recipe's leave-one-suite-out top-1 (the saved results) beside the shipped model's, every case scored by a model that
+never saw its suite: the shipped model's stored leave-one-suite-out predictions (FILE: its train_results.json) on the
+sources it was trained on, its plain predictions on the rest; it adds ``against_shipped`` to the results and prints
+the rule's numbers and decision; ``--fresh FILE2`` (round 57, benchmarks/train_rule_round57.md) adds the final
+model (``--out``) against the shipped one on cases of suites neither was trained on (their plain predictions).
+``--boost SUITE=X`` weighs a source's cases X times for this run (`benchmarks.learning.Recipe.boost`).
 """
 
 from __future__ import annotations
@@ -349,15 +356,15 @@ def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -
 def evaluate(cases: list[Case], progress: Any = print, recipe: L.Recipe | None = None) -> dict[str, Any]:
     """Every cross-validation the model card reports, of ``recipe`` (default `benchmarks.learning.RECIPE`)."""
     res: dict[str, Any] = {}
-    loso = L.cross_validate(cases, L.by_suite, recipe=recipe)
+    loso = L.cross_validate(cases, L.by_suite, recipe=recipe, progress=progress)
     res["loso"] = L.table(loso, lambda r: r["case"].suite)
     res["loso_framework"] = L.table([r for r in loso if r["case"].suite in L.FRAMEWORK], lambda r: r["case"].suite)
     res["loso_fault"] = L.table(loso, lambda r: f"{r['case'].suite}/{r['case'].fault}")
     progress("cv: leave one suite out done")
-    loro = L.cross_validate(cases, L.by_route, recipe=recipe)
+    loro = L.cross_validate(cases, L.by_route, recipe=recipe, progress=progress)
     res["loro"] = L.table(loro, lambda r: r["case"].route)
     progress("cv: leave one route out done")
-    k5 = L.cross_validate(cases, L.kfold(5), recipe=recipe)
+    k5 = L.cross_validate(cases, L.kfold(5), recipe=recipe, progress=progress)
     res["kfold"] = L.table(k5, lambda r: r["case"].suite)
     res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
     progress("cv: five folds by agent done")
@@ -393,6 +400,116 @@ def compare(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     return out
 
 
+def _first(v: dict[str, float], who: str) -> int:
+    """Cases ranked first in a `benchmarks.learning.table` row."""
+    return round(v[f"{who}_top1"] * v["n"])
+
+
+def plain_ok(case: Case, model: Model) -> bool:
+    """Whether ``model``'s trees put a truth step first in ``case`` (its learned order, ties in the hand ranker's;
+    `benchmarks.recalibrate.row`'s ``ok``, which imports this module)."""
+    order = L.learned_order(L.probabilities(model, case))
+    return bool(order) and case.labels()[order[0]] == 1
+
+
+def fresh(cases: Sequence[Case], shipped: Model, retrained: Model) -> dict[str, dict[str, int]]:
+    """Per suite of ``cases`` (suites neither model was trained on) and ``"all"``: cases, and those whose best
+    candidate is right under the retrained model's trees, the shipped model's (`plain_ok`) and the
+    hand ranking (round 57's ninth condition, benchmarks/train_rule_round57.md)."""
+    per: dict[str, dict[str, int]] = {}
+    for c in cases:
+        v = per.setdefault(c.suite, {"n": 0, "retrained": 0, "shipped": 0, "hand": 0})
+        v["n"] += 1
+        v["retrained"] += plain_ok(c, retrained)
+        v["shipped"] += plain_ok(c, shipped)
+        v["hand"] += bool(c.rows) and c.labels()[0] == 1
+    per["all"] = {k: sum(v[k] for v in per.values()) for k in ("n", "retrained", "shipped", "hand")}
+    return per
+
+
+def against_shipped(
+    cases: Sequence[Case], res: dict[str, Any], stored: dict[str, Any], shipped: Model, newest: Sequence[str],
+    fresh_cases: Sequence[Case] = (), retrained: Model | None = None,
+) -> dict[str, Any]:
+    """The retrained recipe against the shipped model, every case scored by a model that never saw its suite
+    (benchmarks/train_rule_round56.md): per source, cases ranked first by the recipe left out by suite (``res``),
+    by the hand ranking, and by the shipped model (its stored leave-one-suite-out row of ``stored`` where it was
+    trained on the source, else its plain predictions, `plain_ok`); summed over all and over
+    ``newest`` (those of the corpus); with ``fresh_cases``, the final ``retrained`` model against the shipped one on
+    suites neither saw (round 57, `fresh`); and the rule's decision."""
+    seen = set((shipped.meta or {}).get("cases", {}))
+    by: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by[c.suite].append(c)
+    per: dict[str, dict[str, Any]] = {}
+    for s, cs in by.items():
+        new = res["loso"][s]
+        if s in seen:
+            old, how = _first(stored["loso"][s], "learned"), "stored"
+            old_n = round(stored["loso"][s]["n"])
+        else:
+            old, how, old_n = sum(plain_ok(c, shipped) for c in cs), "plain", len(cs)
+        per[s] = {"n": len(cs), "retrained": _first(new, "learned"), "hand": _first(new, "hand"), "shipped": old,
+                  "shipped_n": old_n, "shipped_from": how}
+
+    def total(names: Sequence[str]) -> dict[str, int]:
+        return {k: sum(per[s][k] for s in names) for k in ("n", "retrained", "hand", "shipped", "shipped_n")}
+
+    unseen = [s for s in per if s not in seen]
+    newest = [s for s in newest if s in per]
+    over, top = total(list(per)), total(newest)
+    cal, fw = res["calibration"], res["loso_framework"]["all"]
+    ww = res["kfold"].get("whowhen", {}).get("learned_top1", 0.0)
+    checks = {
+        "over_all": over["retrained"] >= over["shipped"],
+        "newest": top["retrained"] >= top["shipped"],
+        "by_suite": res["loso"]["all"]["learned_top1"] > res["loso"]["all"]["hand_top1"],
+        "by_route": res["loro"]["all"]["learned_top1"] > res["loro"]["all"]["hand_top1"],
+        "framework": fw["learned_top1"] > fw["hand_top1"],
+        "whowhen": ww >= 0.30,
+        "ece": cal["ece"] <= 0.05,
+        "nested_precision": cal["nested_precision"] >= 0.895,
+    }
+    out: dict[str, Any] = {}
+    if fresh_cases:
+        assert retrained is not None, "fresh cases need the retrained model"
+        out["fresh"] = fresh(fresh_cases, shipped, retrained)
+        checks["fresh"] = out["fresh"]["all"]["retrained"] >= out["fresh"]["all"]["shipped"]
+    return {"per_source": per, "all": over, "newest": top, "newest_suites": list(newest), "unseen": total(unseen),
+            "seen": total([s for s in per if s in seen]), **out, "checks": checks, "ship": all(checks.values())}
+
+
+def _against_lines(a: dict[str, Any], res: dict[str, Any]) -> list[str]:
+    """The rule's numbers, as printed."""
+    def part(name: str, t: dict[str, int]) -> str:
+        return (f"{name}: {t['n']} cases; retrained {t['retrained']}, shipped {t['shipped']} (of {t['shipped_n']}),"
+                f" hand {t['hand']}")
+
+    lo, ro, fw = res["loso"]["all"], res["loro"]["all"], res["loso_framework"]["all"]
+    cal = res["calibration"]
+    out = [part("over all", a["all"]), part(f"newest ({a['newest_suites'][0]} to {a['newest_suites'][-1]})", a["newest"]),
+           part("sources the shipped model was trained on", a["seen"]), part("suites it never saw", a["unseen"]),
+           f"by suite {100 * lo['learned_top1']:.1f} against hand {100 * lo['hand_top1']:.1f} (won {lo['won']:.0f} / lost {lo['lost']:.0f})",
+           f"by route {100 * ro['learned_top1']:.1f} against hand {100 * ro['hand_top1']:.1f} (won {ro['won']:.0f} / lost {ro['lost']:.0f})",
+           f"framework suites left out {100 * fw['learned_top1']:.1f} against hand {100 * fw['hand_top1']:.1f} (won {fw['won']:.0f} / lost {fw['lost']:.0f})",
+           f"Who&When five folds {100 * res['kfold'].get('whowhen', {}).get('learned_top1', 0.0):.1f}",
+           f"ECE {cal['ece']:.3f}; confident {100 * cal['precision_confident']:.1f} % at {100 * cal['coverage_confident']:.1f} %"
+           f" (nested {100 * cal['nested_precision']:.2f} % at {100 * cal['nested_coverage']:.1f} %)",
+           *([] if "fresh" not in a else [
+               f"fresh ({', '.join(s for s in a['fresh'] if s != 'all')}, neither model trained on them): "
+               f"{a['fresh']['all']['n']} cases; retrained {a['fresh']['all']['retrained']}, shipped"
+               f" {a['fresh']['all']['shipped']}, hand {a['fresh']['all']['hand']}"]),
+           "checks: " + ", ".join(f"{k} {'holds' if v else 'FAILS'}" for k, v in a["checks"].items()),
+           f"ship: {'yes' if a['ship'] else 'no'}"]
+    for s, v in a.get("fresh", {}).items():
+        if s != "all":
+            out.append(f"  fresh {s}: n {v['n']}, retrained {v['retrained']}, shipped {v['shipped']}, hand {v['hand']}")
+    for s, v in a["per_source"].items():
+        out.append(f"  {s}: n {v['n']}, retrained {v['retrained']}, shipped {v['shipped']} ({v['shipped_from']}, of"
+                   f" {v['shipped_n']}), hand {v['hand']}")
+    return out
+
+
 def final(
     cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any], recipe: L.Recipe | None = None
 ) -> Model:
@@ -423,11 +540,19 @@ def _render_docs(card: Path, res: dict[str, Any], model: Model | None) -> int:
     return 0
 
 
-def recipe(group: str | None = None) -> L.Recipe:
-    """`benchmarks.learning.RECIPE`, counting cases by ``group`` (``"suite"`` or ``"route"``) when given."""
+def recipe(group: str | None = None, boost: Sequence[str] = ()) -> L.Recipe:
+    """`benchmarks.learning.RECIPE`, counting cases by ``group`` (``"suite"`` or ``"route"``) when given, with each
+    ``SUITE=X`` of ``boost`` setting that source's `Recipe.boost` (the others' kept)."""
     from dataclasses import replace
 
-    return L.RECIPE if group is None else replace(L.RECIPE, group=group)
+    r = L.RECIPE if group is None else replace(L.RECIPE, group=group)
+    if boost:
+        more = dict(r.boost)
+        for item in boost:
+            name, _, x = item.partition("=")
+            more[name] = float(x)
+        r = replace(r, boost=tuple(more.items()))
+    return r
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -438,12 +563,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
     ap.add_argument("--group", choices=("suite", "route"),
                     help="what the recipe's balance counts cases by (default: benchmarks.learning.RECIPE's)")
+    ap.add_argument("--boost", action="append", default=[], metavar="SUITE=X",
+                    help="weigh SUITE's cases X times (replaces benchmarks.learning.RECIPE's boost of it; round 57)")
     ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
     ap.add_argument("--compare", action="store_true",
                     help="cross-validate the first model's recipe (pointwise, no ranker:* features) into the saved results")
+    ap.add_argument("--against-shipped", type=Path, metavar="FILE",
+                    help="the shipped model's train_results.json: set the saved results beside it (round 56's rule)")
+    ap.add_argument("--shipped-model", type=Path, default=DEFAULT_PATH, help="the shipped model (--against-shipped)")
+    ap.add_argument("--fresh", type=Path, metavar="FILE",
+                    help="cases of suites neither model trained on: the final model (--out) against the shipped one"
+                         " (--against-shipped; round 57's rule)")
+    ap.add_argument("--newest-from", default="suite_zzf",
+                    help="the first of the newest suites the rule compares apart (--against-shipped)")
     args = ap.parse_args(argv)
     if args.render_only:
         return _render_docs(args.card, json.loads(RESULTS.read_text()), load_model(args.out))
+    if args.against_shipped:
+        if args.corpus is None or not args.corpus.exists():
+            ap.error("--against-shipped needs --corpus FILE (the corpus the results were measured on)")
+        saved = json.loads(RESULTS.read_text())
+        names = list(corpus_mod.DEV_SUITES)
+        newest = [s for s in names[names.index(args.newest_from):] if s in L.FRAMEWORK]
+        a = against_shipped(corpus_mod.load(args.corpus), saved, json.loads(args.against_shipped.read_text()),
+                            load_model(args.shipped_model), newest,
+                            corpus_mod.load(args.fresh) if args.fresh else (), load_model(args.out) if args.fresh else None)
+        saved["against_shipped"] = a
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        print("\n".join(_against_lines(a, saved)))
+        return 0
     if args.compare:
         if args.corpus is None or not args.corpus.exists():
             ap.error("--compare needs --corpus FILE (the corpus the results were measured on)")
@@ -457,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = corpus_mod.build(args.workdir or Path(tempfile.mkdtemp(prefix="trajdebug-train-")))
         if args.corpus is not None:
             corpus_mod.save(cases, args.corpus)
-    r = recipe(args.group)
+    r = recipe(args.group, args.boost)
     res = evaluate(cases, recipe=r)
     counts: dict[str, int] = defaultdict(int)
     for c in cases:

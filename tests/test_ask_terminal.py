@@ -994,3 +994,27 @@ def test_a_group_question_puts_its_count_and_the_question_in_the_header_and_list
     assert len(ids) == 7 and set(ids) <= lookups
     assert not re.search(r"^question 3: \S+ \S+ #\w{6}", out, re.M)
     assert "[y] yes, all 7" in flat
+
+
+def test_a_group_question_lists_its_steps_in_run_order_and_cuts_each_value_where_it_differs(tmp_path: Path) -> None:
+    """A group's question lists its steps in the order they ran, and a long input is cut around where it
+    differs from the first step's, not at its common head (nu30 finding 9: out of order, cut just before the
+    difference)."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import _group_answer, _one
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    run = load_runs(src)[0]
+    group = [s.step_id for s in run.steps if s.name == "get_details"][::-1]
+    buf = io.StringIO()
+    _group_answer(run, group, 1, Console(file=buf, width=400), lambda: "y")
+    text = buf.getvalue()
+    listed = re.findall(r"^  #(\w{6}) \(step (\d+) of", text, re.M)
+    assert [int(k) for _, k in listed] == sorted(int(k) for _, k in listed) and len(listed) == len(group)
+    long_a = {"summary": "x" * 300 + "diet: vegetarian"}
+    long_b = {"summary": "x" * 300 + "diet: none"}
+    assert "vegetarian" not in _one(long_a) and "vegetarian" in _one(long_a, long_b)

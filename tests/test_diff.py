@@ -137,7 +137,7 @@ class TestDiffCommand:
         same = CliRunner().invoke(cli, ["diff", f"{path}@{run.run_id}", f"{path}@{run.run_id}"])
         assert same.exit_code != 0 and "same run" in same.output
         missing = CliRunner().invoke(cli, ["diff", "feedbeef", "deadbeef", "--store", path])
-        assert missing.exit_code != 0 and "no run 'feedbeef'" in missing.output
+        assert missing.exit_code != 0 and "no run 'deadbeef'" in missing.output  # BAD is read first: GOOD is its twin
 
 
 class TestVerifyOption:
@@ -821,7 +821,7 @@ def test_runs_that_state_no_input_are_never_paired_as_runs_of_the_same_input(tmp
     result = analyze_source(path)
     assert result.twins == (None,) and not [h for h in result.hints if "trajdebug diff" in h]
     doc = json.loads(CliRunner().invoke(cli, ["analyze", str(path), "--json"]).output)
-    assert doc["runs"][0]["references"] and "same_input" not in doc["runs"][0]
+    assert doc["runs"][0]["references"] and doc["runs"][0]["same_input"] == []
     doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
     assert doc["inputs_differ"] is None
 
@@ -956,3 +956,43 @@ def test_a_first_divergence_asked_otherwise_by_an_enclosing_step_asked_otherwise
     assert "first divergence: deck_plan#" in text
     assert "its request comes from the step enclosing it, book_crossing#" in text and "differs too" in text
     assert "outside the recorded steps" not in text
+
+
+def test_diff_of_a_file_with_itself_compares_the_failing_run_with_its_same_input_passing_run(tmp_path: Path) -> None:
+    """``diff FILE FILE`` takes as GOOD the passing run given the failing run's input when the file holds one,
+    before a newer passing run of another input (nu30 finding 4: "inputs differ" though the twin was there)."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    ids = {}
+    for ticket, bike, fail in (("T-12", "gravel", False), ("T-12", "road", True), ("T-9", "road", False)):
+        with trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("lookup", kind="tool", input={"ticket": ticket}) as s:
+                s.output = {"bike": bike}
+            if fail:
+                r.fail("wrong bike")
+        ids[(ticket, fail)] = r.run_id
+    data = json.loads(CliRunner().invoke(cli, ["diff", str(path), str(path), "--json"]).output)
+    assert data["good"] == ids[("T-12", False)] and data["bad"] == ids[("T-12", True)]
+    out = " ".join(CliRunner().invoke(cli, ["diff", str(path), str(path)]).output.split())
+    assert "inputs differ" not in out and "first divergence: lookup" in out
+
+
+def test_a_first_divergence_between_two_records_names_the_fields_that_differ(tmp_path: Path) -> None:
+    """Under a first divergence whose outputs are records, ``differs in:`` names the fields whose values differ
+    (two swapped dates: both named), and a piped diff keeps each value on one line (nu30 finding 8)."""
+    import trajdebug
+    from trajdebug.replay.diffview import differing_paths
+
+    path = tmp_path / "runs.jsonl"
+    for issued, due, fail in (("2026-11-01", "2026-12-01", False), ("2026-12-01", "2026-11-01", True)):
+        with trajdebug.run("invoices", path=str(path), task="file INV-1187") as r:
+            with trajdebug.step("extract_header", kind="parse", input={"doc": "INV-1187"}) as s:
+                s.output = {"vendor": "ACME " * 20, "issue_date": issued, "due_date": due, "lines": [1, 2]}
+            if fail:
+                r.fail("due before issue")
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "  differs in: due_date, issue_date" in out.splitlines()
+    assert any(line.startswith("  bad:") and '"issue_date":"2026-12-01"' in line for line in out.splitlines())
+    assert differing_paths({"a": {"b": [1, 2]}, "c": 1}, {"a": {"b": [1, 3]}, "c": 1, "d": 0}) == ["a.b[1]", "d"]
+    assert differing_paths("some text", "other text") == [] and differing_paths({"a": 1}, {"a": 1}) == []

@@ -209,3 +209,14 @@ class TestEveryCommand:
             on_tty = _run_on_pty([sys.executable, "-m", "trajdebug", *args], tmp_path, env)
             assert on_tty, args
             assert [] == _check_terminal(on_tty), (args, on_tty[:400])
+
+
+def test_a_long_text_is_cut_around_where_it_first_differs_from_the_other_side() -> None:
+    """`cut_where_differs` keeps a short text whole, cuts a long one at its head alone, and beside another text alike
+    at its head shows a quarter line of the shared part and then the difference."""
+    from trajdebug.core.escape import cut_where_differs
+
+    assert cut_where_differs("short", "other", 20) == "short"
+    assert cut_where_differs("a" * 50, None, 20) == "a" * 19 + "…"
+    cut = cut_where_differs("x" * 100 + "vegetarian" + "y" * 50, "x" * 100 + "none", 40)
+    assert len(cut) <= 40 and cut.startswith("…" + "x" * 10) and "vegetarian" in cut

@@ -3222,3 +3222,118 @@ class TestSameInputNeedsTheFirstInput:
         b = self._run("b", first("rq-2", "2026-12-06T10:05", "Delta | 612.40 | USD"))
         c = self._run("c", first("rq-3", "2026-12-06T10:09", "Dishoom | 64.20 | GBP"))
         assert same_request(a, b) and not same_request(a, c)
+
+
+def test_a_same_input_answer_names_both_values_where_they_differ(tmp_path: Path) -> None:
+    """The same-input reason shows what the step answered and what the passing run of that input answered, cut
+    around where they first differ (nu30 finding 5: "it answered differently" named no value)."""
+    import trajdebug
+    from trajdebug.api import analyze_source
+
+    path = tmp_path / "runs.jsonl"
+    for income, fail in ((62400.0, False), (5200.0, True)):
+        with trajdebug.run("loan-screen", path=str(path), task="screen app-3301") as r:
+            with trajdebug.step("read_form", kind="tool", input={"app": "app-3301"}) as f:
+                f.output = {"income": "EUR 5,200 / month", "note": "x" * 200}
+            with trajdebug.step("parse_income", kind="parse", input=f.output) as p:
+                p.output = {"annual_income": income}
+            with trajdebug.step("compute_dti", kind="other", input=p.output) as c:
+                c.output = {"dti": round(4800 / income, 3)}
+            if fail:
+                r.fail(f"DTI {c.output['dti']} over the limit")
+    [analysis] = analyze_source(path).analyses
+    names = {s.step_id: s.name for s in analysis.run.steps}
+    reasons = [r for c in analysis.root_causes if names.get(c.step_id) == "parse_income" for r in c.reasons]
+    said = [r for r in reasons if "answered differently" in r]
+    assert said and '5200.0} where the passing run answered {"annual_income": 62400.0}' in said[0].replace("\n", "")
+
+
+class TestCategoryPeers:
+    """A number among a step's calls is compared only with the calls of its category when the numbers follow the
+    category and the category holds enough calls (nu29 finding 4; review rev56b)."""
+
+    @staticmethod
+    def _run(calls: list[tuple[str, float]], key: str = "currency") -> tuple[Run, Lineage]:
+        steps = tuple(
+            Step(f"c{i}", "to_eur", "tool", input={"receipt": {"line": i, key: cur, "amount": 10.0 * (i + 1)}},
+                 output={"line": i, "rate": rate}, start_ns=i, end_ns=i + 1)
+            for i, (cur, rate) in enumerate(calls)
+        )
+        run = Run("r", "expenses", outcome="failure", steps=steps)
+        return run, Lineage(run)
+
+    @staticmethod
+    def _magnitude(run: Run, lin: Lineage, sid: str) -> list[str]:
+        step = next(s for s in run.steps if s.step_id == sid)
+        own = sibling_profiles(run, lin)[sid]
+        return [e.reason for e in violations(step, lin.view(sid), own) if e.diagnoser == "reference:magnitude"]
+
+    def test_an_outlier_within_its_category_is_found_where_other_categories_widen_the_range(self) -> None:
+        """A dollar rate of 0.0091 among dollar rates near 0.92 is about 100x outside them, though yen rates near
+        0.006 put it inside the range of all the calls."""
+        calls = [("USD", 0.91), ("JPY", 0.0061), ("USD", 0.93), ("USD", 0.0091), ("JPY", 0.0062), ("USD", 0.92),
+                 ("USD", 0.94), ("JPY", 0.0060)]
+        run, lin = self._run(calls)
+        [reason] = self._magnitude(run, lin, "c3")
+        assert "100x outside" in reason and "0.91 to 0.94" in reason
+        assert self._magnitude(run, lin, "c1") == []
+
+    def test_a_call_alone_in_its_category_is_compared_with_all_the_others(self) -> None:
+        """rev56b HIGH: a call with no other of its category keeps its check against every other call, as before
+        categories (a yen rate of 16200, a hundred times the right 162, among dollar and pound rates); and so does a
+        call whose category holds fewer calls than a check needs."""
+        usd_gbp = [("USD", 1.08), ("GBP", 0.86), ("USD", 1.07), ("USD", 1.09), ("GBP", 0.87), ("USD", 1.08)]
+        run, lin = self._run([*usd_gbp[:3], ("JPY", 16200.0), *usd_gbp[3:]])
+        [reason] = self._magnitude(run, lin, "c3")
+        assert "10000x outside" in reason and "0.86 to 1.09" in reason
+        run, lin = self._run([*usd_gbp[:3], ("JPY", 16200.0), *usd_gbp[3:], ("JPY", 162.0)])
+        [reason] = self._magnitude(run, lin, "c3")
+        assert "100x outside" in reason and "0.86 to 162" in reason
+
+    def test_a_loop_over_unique_ids_stays_one_series(self) -> None:
+        """Calls each given its own id (no value repeats) are compared with all the others, as before."""
+        run, lin = self._run(
+            [("alpha", 0.91), ("bravo", 0.93), ("charlie", 0.0091), ("delta", 0.92), ("echo", 0.94)], key="account"
+        )
+        [reason] = self._magnitude(run, lin, "c2")
+        assert "100x outside" in reason
+
+
+def _fx_run(quotes: Sequence[str], off: int) -> Run:
+    """A small agent converting invoices: one rate call and one conversion per invoice; the call at ``off``
+    answers a rate a hundred times the right one (rev56b's probe p4, reduced)."""
+    rates = {"USD": 1.08, "GBP": 0.86, "JPY": 162.0}
+
+    @trajdebug.step(kind="tool")
+    def fx(base: str, quote: str, i: int) -> dict[str, Any]:
+        return {"base": base, "quote": quote, "rate": rates[quote] * (100 if i == off else 1)}
+
+    @trajdebug.step(kind="parse")
+    def convert(amount: float, q: dict[str, Any]) -> dict[str, Any]:
+        return {"amount_eur": amount, "converted": round(amount * q["rate"], 2)}
+
+    @trajdebug.step(kind="output")
+    def total(items: list[dict[str, Any]]) -> dict[str, float]:
+        return {"sum": sum(x["converted"] for x in items)}
+
+    with deterministic(), capture_runs() as runs, trajdebug.run("fx", task="convert invoices") as r:
+        total([convert(100.0 + i, fx("EUR", q, i)) for i, q in enumerate(quotes)])
+        r.fail("the total is wrong")
+    (run,) = runs
+    return run
+
+
+@pytest.mark.parametrize(
+    ("off", "name"),
+    [(4, "USD 100x among USD calls, JPY widening the range"), (3, "the one JPY call 100x off (rev56b HIGH)")],
+)
+def test_a_rate_off_among_its_calls_is_ranked_first(off: int, name: str) -> None:
+    """Recorded: a rate a hundred times off is ranked first whether its currency has peers (compared with them)
+    or not (compared with every other call)."""
+    run = _fx_run(["USD", "GBP", "USD", "JPY", "USD", "USD", "GBP", "USD"], off)
+    a = analyze(run)
+    bad_fx = [s for s in run.steps if s.name == "fx"][off]
+    bad_convert = [s for s in run.steps if s.name == "convert"][off]
+    top = a.root_causes[0]
+    assert top.step_id in (bad_fx.step_id, bad_convert.step_id), name
+    assert {"sibling:magnitude", "sibling:ratio"} & set(top.signals), name

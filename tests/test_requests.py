@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import trajdebug
 from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
 from trajdebug.analysis.diagnosers._request_parts import name_words
+from trajdebug.api import analyze_source
 from trajdebug.core.model import Run, Step
 
 
@@ -337,4 +340,49 @@ class TestSeries:
                 output=out,
             )
         )
+        assert _ev(run, "t", "request-series") == []
+
+
+class TestSeriesExcluded:
+    def test_a_code_given_to_exclude_is_not_asked_about(self) -> None:
+        """nu29 finding 1: ``exclude=["R-101"]`` asks the answer not to name R-101; naming R-207 instead is right.
+        A code given under a plain argument still is asked about, and ``recipe_no`` names no exclusion."""
+        out = {"recipes": [{"id": "R-207", "title": "Lentil soup"}]}
+        for excluding in ("exclude", "skip_ids", "not_in", "blacklist", "exceptIds"):
+            run = _run(_t("t", "search_recipes", "tool", 1, input={excluding: ["R-101"], "diet": "vegan"}, output=out))
+            assert _ev(run, "t", "request-series") == [], excluding
+        asked = _run(_t("t", "search_recipes", "tool", 1, input={"recipe_no": "R-101"}, output=out))
+        ev = _ev(asked, "t", "request-series")
+        assert ev and "'R-101'" in ev[0].reason and "'R-207'" in ev[0].reason
+
+    def test_the_words_of_an_excluded_code_name_no_flag(self, tmp_path: Path) -> None:
+        """rev56b MEDIUM, recorded (its probe p5, reduced): ``not`` makes ``not_in`` an exclusion of codes, not
+        ``not_shipped=True`` a flag keeping shipped orders out; a tool listing a shipped order under it is not
+        blamed (`request-flag` reads `Lexicon.exclude_words` alone), and the room finder is ranked first."""
+
+        @trajdebug.step(kind="tool")
+        def find_rooms(floor: str, exclude: list[str]) -> list[dict[str, Any]]:
+            return [{"room": "R-101", "seats": 8}, {"room": "R-102", "seats": 6}]
+
+        @trajdebug.step(kind="tool")
+        def list_orders(customer: str, not_shipped: bool) -> list[dict[str, str]]:
+            return [{"order": "O-1", "status": "pending"}, {"order": "O-2", "status": "shipped"}]
+
+        @trajdebug.step(kind="llm")
+        def pick(rooms: list[dict[str, Any]], orders: list[dict[str, str]]) -> dict[str, Any]:
+            return {"room": rooms[0]["room"], "pending": [o["order"] for o in orders]}
+
+        path = tmp_path / "rooms.jsonl"
+        with trajdebug.run("rooms", task="book a room", path=path) as r:
+            pick(find_rooms("1", exclude=["R-101"]), list_orders("C-1", not_shipped=True))
+            r.fail("booked a room the user excluded")
+        a = analyze_source(path).analyses[0]
+        assert all("request-flag" not in c.signals for c in a.root_causes)
+        assert a.run.step(a.root_causes[0].step_id).name == "find_rooms"
+
+    def test_an_excluded_code_still_makes_the_request_a_filter_over_its_series(self) -> None:
+        """rev57f: alternatives near R-104 with R-101 excluded name neither (R-105, R-106): right, as main read it
+        (two codes of one series asked); leaving the excluded code out of the count blamed the tool."""
+        out = {"options": [{"id": "R-105", "seats": 4}, {"id": "R-106", "seats": 12}]}
+        run = _run(_t("t", "alternatives", "tool", 1, input={"near": "R-104", "exclude": ["R-101"]}, output=out))
         assert _ev(run, "t", "request-series") == []

@@ -400,3 +400,25 @@ def test_compare_page_shows_the_requests_and_the_outputs_of_a_row_whose_request_
     assert 'good request: {"ticket":"T-9"}' in row and 'good: {"bike":"road"}' in row
     assert 'bad request: {"ticket":"T-12"}' in row and 'bad: {"bike":"gravel"}' in row
     assert "inputs differ" not in text
+
+
+def test_compare_from_a_failed_run_picks_the_passing_run_given_the_same_input(tmp_path: Path) -> None:
+    """From a failed run, the compare page pairs it with the passing run of the same input, not the newest passing
+    run of another (nu30 finding 4: the newest other input's run was offered, and every value then differed)."""
+    import html
+
+    path = tmp_path / "runs.jsonl"
+    ids = {}
+    for ticket, bike, fail in (("T-12", "gravel", False), ("T-12", "road", True), ("T-9", "road", False)):
+        with trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("lookup", kind="tool", input={"ticket": ticket}) as s:
+                s.output = {"bike": bike}
+            if fail:
+                r.fail("wrong bike")
+        ids[(ticket, fail)] = r.run_id
+    with Server(path, port=0) as srv:
+        _, body, _ = _get(f"{srv.url}compare?bad={ids[('T-12', True)]}")
+    text = html.unescape(body)
+    assert "inputs differ" not in text
+    assert f'value="{ids[("T-12", False)]}" selected' in text or f"{ids[('T-12', False)][:12]}" in text
+    assert 'good: {"bike":"gravel"}' in text

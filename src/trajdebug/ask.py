@@ -30,7 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, Guided, GuidedSearch, ReferenceOracle
 from trajdebug.answers import AnswerLog
-from trajdebug.core.escape import one_line
+from trajdebug.core.escape import cut_where_differs, one_line
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
 from trajdebug.report.text import short
@@ -259,11 +259,15 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
     # The count and the question lead, then every id: read as "question N: KIND NAME #ID", a group's question
     # was taken for one about its first step (nu26 F10), so it no longer has that shape.
     console.print(f"question {number}: {group_head(run, group)}", markup=False, highlight=False, style="bold")
-    for sid in group:
+    # In the run's order, each value cut where it first differs from the first step's (nu30 finding 9: listed out of
+    # order, every input cut at its head, just before where they differed).
+    shown = sorted(group, key=lambda g: at.get(g, 0))
+    head = steps[shown[0]]
+    for sid in shown:
         s = steps[sid]
         console.print(f"  #{short(sid)} (step {at[sid]} of {len(run.steps)})", markup=False, highlight=False)
-        console.print(f"    input  {_one(s.input)}", markup=False, highlight=False)
-        console.print(f"    output {_one(s.output)}", markup=False, highlight=False)
+        console.print(f"    input  {_one(s.input, head.input)}", markup=False, highlight=False)
+        console.print(f"    output {_one(s.output, head.output)}", markup=False, highlight=False)
     console.print(GROUP_PROMPT.format(n=len(group)), markup=False, highlight=False, style="bold")
     while True:
         key = _key(read_key)
@@ -284,16 +288,20 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
             console.print(f"{key!r} is no answer here: press y, n or q", markup=False, highlight=False, style="dim")
 
 
-def _one(value: Any) -> str:
-    """A value on one line, cut to `_GROUP_SHOWN` characters."""
+def _one(value: Any, against: Any = None) -> str:
+    """A value on one line, cut to `_GROUP_SHOWN` characters; beside ``against`` (the group's first step's), cut
+    around where the two first differ, so that like steps' values do not all read as their common head."""
+    return cut_where_differs(_text(value), None if against is None else _text(against), _GROUP_SHOWN)
+
+
+def _text(value: Any) -> str:
+    """A value as one line of JSON (its repr when JSON cannot say it)."""
     import json
 
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        return one_line(json.dumps(value, ensure_ascii=False, default=str))
     except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    text = one_line(text)
-    return text if len(text) <= _GROUP_SHOWN else text[: _GROUP_SHOWN - 1] + "…"
+        return one_line(repr(value))
 
 
 def _all_right(search: GuidedSearch, log: _Log, run: Run, group: Sequence[str]) -> list[Answer]:

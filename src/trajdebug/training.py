@@ -236,20 +236,35 @@ def _fit_lambdarank(
     A case's weight scales every one of its rows' gradients (LightGBM's ranking objectives
     multiply each row's lambda by its weight), so it weighs the whole query.
     """
-    import lightgbm as lgb
     import numpy as np
 
     names = vocabulary(cases)
+    xs = np.asarray([[float(r.get(n, 0.0)) for n in names] for rows, _ in cases for r in rows])
+    return fit_lambdarank_matrix(xs, names, [labels for _, labels in cases], seed, params, weights)
+
+
+def fit_lambdarank_matrix(
+    xs: Any, names: Sequence[str], labels: Sequence[Sequence[int]], seed: int, params: Mapping[str, Any],
+    weights: Sequence[float] | None = None,
+) -> Model:
+    """`_fit_lambdarank` from the feature matrix already built: ``xs`` (a float array, one row per ranked step of
+    each case in turn, one column per name of ``names``, a feature a step lacks 0.0) and each case's ``labels``.
+    Cross-validation builds the whole corpus's matrix once and hands each fold its rows and its vocabulary's
+    columns: the same numbers `_fit_lambdarank` builds, so the same model."""
+    import lightgbm as lgb
+    import numpy as np
+
     p = {k: v for k, v in params.items() if k != "offset"}
     a = float(params.get("offset", 0.0))
-    xs = [[float(r.get(n, 0.0)) for n in names] for rows, _ in cases for r in rows]
-    ys = [int(y) for _, labels in cases for y in labels]
-    init = [_offset(a, float(r.get("hand_rank_inv", 0.0))) for rows, _ in cases for r in rows] if a else None
+    ys = [int(y) for ls in labels for y in ls]
+    col = list(names).index("hand_rank_inv") if "hand_rank_inv" in names else None
+    hand = [float(v) for v in xs[:, col]] if col is not None else [0.0] * len(ys)
+    init = [_offset(a, h) for h in hand] if a else None
     ranker = lgb.LGBMRanker(random_state=seed, verbose=-1, n_jobs=1, **p)
-    sw = None if weights is None else [float(w) for (rows, _), w in zip(cases, weights, strict=True) for _ in rows]
-    ranker.fit(np.asarray(xs), np.asarray(ys), group=[len(rows) for rows, _ in cases], init_score=init, sample_weight=sw)
+    sw = None if weights is None else [float(w) for ls, w in zip(labels, weights, strict=True) for _ in ls]
+    ranker.fit(np.asarray(xs), np.asarray(ys), group=[len(ls) for ls in labels], init_score=init, sample_weight=sw)
     trees = _lgb_trees(ranker.booster_, names)
     return assemble(0.0, 1.0, [*trees, _offset_tree(a)] if a else trees)
 
 
-__all__ = ["LAMBDARANK_PARAMS", "POINTWISE_PARAMS", "PARAMS", "WARM_PARAMS", "LabelledCase", "assemble", "fit", "matrix", "vocabulary"]
+__all__ = ["LAMBDARANK_PARAMS", "POINTWISE_PARAMS", "PARAMS", "WARM_PARAMS", "LabelledCase", "assemble", "fit", "fit_lambdarank_matrix", "matrix", "vocabulary"]

@@ -188,7 +188,8 @@ class Analysis:
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,
             "references": list(self.references),
-            **({"same_input": list(self.same_input)} if self.same_input else {}),
+            # Always present (empty: no passing run of the same input), so a script can read it (nu30 finding 11).
+            "same_input": list(self.same_input),
             "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
             "verdict": self.verdict,

@@ -225,6 +225,12 @@ class Lexicon:
     exclude_words: frozenset[str]
     """Words of a flag that keeps a kind of item out (``exclude_expired``)."""
 
+    exclude_argument_words: frozenset[str]
+    """Words of an argument's name that make the values given under it ones the answer should leave out
+    (``exclude``, ``except_ids``, ``not_in``, ``blacklist``): codes given there are not asked about
+    (`request-series`).  Wider than `exclude_words`, which name a boolean flag's kind: ``not_shipped=True``
+    names no kind kept out with certainty, while ``not_in=["R-101"]`` leaves R-101 out."""
+
     fresh_words: frozenset[str]
     """Words of a field that says how fresh an answer is (``record_version``, ``updated_at``, ``revision``);
     ``as_of`` is read as its two words."""
@@ -493,6 +499,10 @@ ENGLISH = Lexicon(
     more_words=frozenset({"next", "more", "cursor", "token", "page", "has", "offset", "continuation", "marker"}),
     include_words=frozenset({"include", "including", "with", "show", "allow", "return"}),
     exclude_words=frozenset({"exclude", "excluding", "without", "skip", "hide", "omit", "no"}),
+    exclude_argument_words=frozenset(
+        {"exclude", "excluding", "excluded", "except", "without", "skip", "hide", "omit", "no", "not", "blacklist",
+         "blocklist", "denylist"}
+    ),
     fresh_words=frozenset(
         {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
     ),

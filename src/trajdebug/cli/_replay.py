@@ -61,9 +61,11 @@ def add_verify_option(command: F) -> F:
 # -- diff ---------------------------------------------------------------------------------------
 
 
-def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> tuple[Path, Run]:
+def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: Run | None = None) -> tuple[Path, Run]:
     """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store; with the file it was read
-    from (run ids are per file: ``task-5`` of two message logs are two runs)."""
+    from (run ids are per file: ``task-5`` of two message logs are two runs).  Of several passing runs, the one
+    given the same input as ``partner`` (the failing run) when there is one: only that run's values can say which
+    value is wrong (`trajdebug.same_input`); else the newest."""
     from trajdebug.sources.load import SourceError, load_runs
 
     path, run_id = ref, None
@@ -82,6 +84,12 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> tuple[P
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
+        if want == "success" and partner is not None:
+            from trajdebug.api import same_input
+
+            twin = same_input(partner, [r for r in originals if r.run_id != partner.run_id])
+            if twin is not None:
+                return Path(path).resolve(), twin
         fitting = [r for r in originals if r.outcome == want] or originals
         return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns)
     return Path(path).resolve(), runs[0]
@@ -94,6 +102,9 @@ def _render_diff(al: Any, iso: Any) -> None:
     from trajdebug.replay.diffview import diff_lines
 
     con = console()
+    # Piped into a file or a pager, a value is one line (nu30 finding 8: wrapped at 80 columns mid-value, a date
+    # read "2026-12-0" / "1"); on a terminal, rich wraps to its width.
+    con.soft_wrap = not con.is_terminal
     for line in diff_lines(al, iso):
         text = Text()
         for part, style in line:
@@ -121,7 +132,8 @@ def diff_cmd(
     """Align a passing and a failing run step by step and show where they diverge.
 
     GOOD and BAD are each a run id (prefix) in the store, a file or store
-    (its newest passing run for GOOD, newest failing run for BAD), or
+    (for BAD its newest failing run; for GOOD its passing run of the same
+    input as BAD when it holds one, else its newest passing run), or
     PATH@RUN_ID.  Steps are matched by name path and call order.  Shown: the
     first divergence, what differs at each step (the two requests where the
     request differs, the two outputs where only the output does), and the
@@ -142,8 +154,8 @@ def diff_cmd(
     """
     from trajdebug.replay import align, isolate
 
-    g_file, g = _resolve(good, fmt, store, "success")
     b_file, b = _resolve(bad, fmt, store, "failure")
+    g_file, g = _resolve(good, fmt, store, "success", partner=b)
     if g_file == b_file and g.run_id == b.run_id:
         raise click.ClickException(f"GOOD and BAD are the same run ({g.run_id[:12]})")
     al = align(g, b)

@@ -53,6 +53,23 @@ def one_line(text: Any) -> str:
     return visible(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
+def cut_where_differs(text: str, other: str | None, limit: int) -> str:
+    """``text`` in at most ``limit`` characters; beside ``other`` (what the other side had), cut around where the two
+    first differ, a quarter of the line of what both had and then the difference: two long values alike at their
+    head would otherwise read as equal.  Shared by `trajdebug diff`, ``--ask``'s group questions and the same-input
+    reason."""
+    if len(text) <= limit:
+        return text
+    start = 0
+    if other is not None:
+        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
+        if same > limit - limit // 4:
+            start = same - limit // 4
+    head = "…" if start else ""
+    body = text[start:]
+    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
+
+
 def markup(text: Any) -> str:
     """`visible` text escaped for rich markup (``[`` cannot open a tag)."""
     from rich.markup import escape
@@ -129,4 +146,4 @@ def render_hook() -> Any:
     return VisibleHook()
 
 
-__all__ = ["json_text", "lines", "markdown", "markup", "md_code", "one_line", "render_hook", "visible"]
+__all__ = ["cut_where_differs", "json_text", "lines", "markdown", "markup", "md_code", "one_line", "render_hook", "visible"]

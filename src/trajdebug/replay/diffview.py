@@ -10,8 +10,10 @@ run's ``#00000d``), one in the failing run only as ``bad#ID``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from trajdebug.core.escape import cut_where_differs
 from trajdebug.core.model import Step
 from trajdebug.replay.align import (
     Alignment,
@@ -76,18 +78,7 @@ def short(value: Any, limit: int = 160, against: Any = None) -> str:
     def line(v: Any) -> str:
         return " ".join((v if isinstance(v, str) else canonical(v)).split())
 
-    text = line(value)
-    if len(text) <= limit:
-        return text
-    start = 0
-    if against is not None:
-        other = line(against)
-        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
-        if same > limit - limit // 4:
-            start = same - limit // 4  # a quarter of the line of what both had, then the difference
-    head = "…" if start else ""
-    body = text[start:]
-    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
+    return cut_where_differs(line(value), None if against is None else line(against), limit)
 
 
 RAISED = "nothing: it raised"
@@ -195,6 +186,47 @@ def inputs_line(d: InputDifference) -> str:
     )
 
 
+def differing_paths(a: Any, b: Any, limit: int = 8) -> list[str]:
+    """The paths (``key``, ``key.sub``, ``items[2]``) at which two values' leaves differ, in key order, at most
+    ``limit``: which fields differ, named (nu30 finding 8: a swap of two dates was visible only by eye).  Empty
+    when either value is not a mapping or a list: a text that differs has no field to name."""
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, path: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(x, Mapping) and isinstance(y, Mapping):
+            for k in sorted(set(x) | set(y), key=str):
+                sub = f"{path}.{k}" if path else str(k)
+                if k not in x or k not in y:
+                    out.append(sub)
+                elif canonical(x[k]) != canonical(y[k]):
+                    walk(x[k], y[k], sub)
+                if len(out) >= limit:
+                    return
+        elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+            for i, (u, v) in enumerate(zip(x, y)):
+                if canonical(u) != canonical(v):
+                    walk(u, v, f"{path}[{i}]")
+        else:
+            out.append(path)
+
+    if isinstance(a, (Mapping, list)) and isinstance(b, (Mapping, list)) and canonical(a) != canonical(b):
+        walk(a, b, "")
+    return [p for p in out if p]
+
+
+def _fields_line(first: Pair) -> list[Line]:
+    """``differs in: a, b`` under a first divergence whose two outputs (or, where the request differs, requests)
+    are records: the fields to look at."""
+    g, b = first.good, first.bad
+    if g is None or b is None:
+        return []
+    x, y = (g.input, b.input) if first.status == "input" and not _same_args(g, b) else (g.output, b.output)
+    paths = differing_paths(x, y)
+    return [((f"  differs in: {', '.join(paths)}", "dim"),)] if paths else []
+
+
 def first_divergence(al: Alignment) -> list[Line]:
     """The first divergence: the step, what differs, its values, and the steps downstream that changed."""
     first = al.first_divergence
@@ -217,6 +249,7 @@ def first_divergence(al: Alignment) -> list[Line]:
         how = "" if raised(first.bad, reported) else f" ({NOT_RAISED})"
         rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}{how}")
     out.extend(((f"  {text}", ""),) for text in _pad(rows))
+    out.extend(_fields_line(first))
     if first.status == "input" and al.inputs_differ is None:
         out.append(((f"  {_asked_by(al, first)}", "dim"),))
     out.extend(_impact(al, first))

@@ -117,10 +117,22 @@ def _sort_links(params: dict[str, str], q: Query) -> dict[str, tuple[str, str]]:
     return out
 
 
+#: How many passing original runs of the failed run's agent the compare page reads to find one given the same
+#: input (each is loaded whole; the newest first).
+SAME_INPUT_SCAN = 50
+
+
 def _passing_for(catalog: Catalog, bad: Any, choices: list[RunEntry]) -> Any:
-    """The run to compare a failed run with: the newest passing original run of the same name,
-    else the reference run recorded for it, else the newest passing replay of it."""
+    """The run to compare a failed run with: the passing original run of the same name given the same input
+    (`trajdebug.same_input`: only its values can say which value is wrong), else the newest passing original run
+    of the same name, else the reference run recorded for it, else the newest passing replay of it."""
+    from trajdebug.api import same_input
+
     passing = [e for e in choices if e.outcome == "success" and e.name == bad.name and e.run_id != bad.run_id]
+    originals = [catalog.run(e.run_id) for e in passing if e.derived is None][:SAME_INPUT_SCAN]
+    twin = same_input(bad, originals)
+    if twin is not None:
+        return twin
     for want in (None, "reference", "replay"):
         for e in passing:
             if e.derived != want:

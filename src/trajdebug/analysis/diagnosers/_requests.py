@@ -55,6 +55,7 @@ from trajdebug.analysis.diagnosers._partial import _field_lists
 from trajdebug.analysis.diagnosers._reads import OK, TOOLS, Reads, reading
 from trajdebug.analysis.diagnosers._request_parts import (
     _ASKED,
+    _CAMEL,
     _answer,
     _answer_records,
     _asked,
@@ -388,14 +389,29 @@ def _sibling_code(code: str, answer: list[str]) -> str | None:
     return None
 
 
+def _excluding(path: str, lexicon: Lexicon) -> bool:
+    """Whether a leaf's path (`content.leaves`) lies under an argument whose name keeps items out
+    (`Lexicon.exclude_argument_words`: ``exclude``, ``skip_ids``, ``not_in``, ``blacklist``).  ``no`` only
+    leads such a name (``no_fish``): after another word it is a number's (``order_no``)."""
+    for part in re.split(r"[.\[\]]", path):
+        words = name_words(part) & lexicon.exclude_argument_words
+        if words - {"no"} or ("no" in words and _CAMEL.sub("_", part).lower().startswith("no_")):
+            return True
+    return False
+
+
 @reading(Reads(kinds=TOOLS, statuses=OK))
 def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer that never names the code it was asked about and names another of its series instead."""
     if step.kind not in _ASKED or step.status != "ok" or step.output is None:
         return
     args = _given(step, ctx)
+    # A code given under an argument that keeps items out (``exclude=["R-101"]``, ``not_in``) is one the
+    # answer should not name (nu29): no code asked about.
     asked = (
-        " ".join(v for _, v in content.leaves(args) if isinstance(v, str)) if args is not None else step.input
+        " ".join(v for p, v in content.leaves(args) if isinstance(v, str) and not _excluding(p, ctx.lexicon))
+        if args is not None
+        else step.input
     )
     if not isinstance(asked, str):
         return
@@ -416,7 +432,10 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     answer = _codes(text)
     # A code written inside a compound one names it too (``M1`` in ``RT-Q12-M1``).
     answer += [p for c in answer if "-" in c for p in _codes(c.replace("-", " "))]
-    stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
+    # Codes given to be left out still make the request a filter over their series (``near=R-104``,
+    # ``exclude=[R-101]``: alternatives, which name neither), as on main (review rev57f).
+    given = _codes(" ".join(v for _, v in content.leaves(args) if isinstance(v, str))) if args is not None else codes
+    stems = [c[: m.start()] for c in given if (m := _LAST_RUN.search(c)) is not None]
     for code in codes:
         last = _LAST_RUN.search(code)
         if (

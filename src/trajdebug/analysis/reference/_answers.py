@@ -32,6 +32,7 @@ from trajdebug.analysis.reference._fields import (
 )
 from trajdebug.analysis.reference._profile import Profile, StepKey, _StepStats, step_key
 from trajdebug.analysis.reference._select import stated
+from trajdebug.core.escape import cut_where_differs
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -58,10 +59,11 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not _reads_unrecorded(step, steps) and (step.kind != "input" or stated(step.input))
     ):
         weight = _weight(st, now, answers, st.asks.get(asked_key, 1))
+        then, run = next(iter(answers.items()))
         yield Evidence(
             step.step_id,
             (0.65 if step.kind != "llm" else 0.4) * weight,
-            f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently"
+            f"given the same input as in passing run {run[:12]}, it answered differently: {contrast(now, then)}"
             + (
                 f" (asked once in passing runs, where its answers to other requests changed in the same part:"
                 f" weighed x{weight:.2f})"
@@ -94,6 +96,12 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
                     "reference:old-answer",
                 )
                 break
+
+
+def contrast(now: str, then: str, width: int = 72) -> str:
+    """``NOW where the passing run answered THEN``, each in at most ``width`` characters, cut around where the two
+    first differ: the value a developer needs to see (nu30 finding 5: "it answered differently" named no value)."""
+    return f"{cut_where_differs(now, then, width)} where the passing run answered {cut_where_differs(then, now, width)}"
 
 
 def asked_before(step: Step, profile: Profile | None, steps: Mapping[str, Step] | None) -> bool:

@@ -24,8 +24,9 @@ checks that against the direct construction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference._profile import (
@@ -131,6 +132,95 @@ def _without(items: list[_K], at: int | None) -> list[_K]:
     return items if at is None else items[:at] + items[at + 1 :]
 
 
+FOLLOWS = 0.25
+"""A number follows its call's category (`_follows`) when the spread of its values within a category is at most
+this share of their spread over all the calls (orders of magnitude)."""
+
+
+def _follows(groups: Mapping[Hashable, Sequence[float]]) -> bool:
+    """Whether numbers grouped by their calls' category follow it: they differ between categories while they
+    (nearly) hold within each category of two calls or more (a rate per currency), so a call is compared with
+    its category's calls only.  A ratio that holds across the categories (litres per bottle, whatever the
+    wine's style) or numbers that spread as widely within a category do not: all the calls are its peers."""
+    if len(groups) < 2:
+        return False
+    logs = {k: [math.log10(abs(x)) for x in vs if x] for k, vs in groups.items()}
+    every = [x for v in logs.values() for x in v]
+    within = [max(v) - min(v) for v in logs.values() if len(v) >= 2]
+    if not within or len(every) < 2:
+        return False
+    between = max(every) - min(every)
+    return between > 0 and max(within) <= FOLLOWS * between
+
+
+def _peers(at: Mapping[int, int], items: Sequence[Sequence[float]], cats: Sequence[Hashable], i: int) -> list[int] | None:
+    """The occurrences (other than the i-th) whose numbers the i-th is compared with: those of its category when
+    the numbers follow it (`_follows`) and they hold enough numbers to be checked against (`MIN_SUPPORT`), else
+    None (all of them, as before categories: rev56b).  A call alone in its category, or with too few calls of
+    it, so keeps its check against every other call: a yen rate a hundred times off among dollar and pound
+    rates is still an outlier, at the price of a right one seen once (nu29's JPY rate) being one too.
+    ``at``: occurrence -> index in ``items``."""
+    groups: dict[Hashable, list[float]] = {}
+    for j, n in at.items():
+        if j != i:
+            groups.setdefault(cats[j], []).extend(items[n])
+    if len(groups.get(cats[i], ())) < MIN_SUPPORT or not _follows(groups):
+        return None
+    return sorted(j for j in at if j != i and cats[j] == cats[i])
+
+
+CATEGORY_LENGTH = 32
+"""The longest text an argument's value may be to name a category (a currency code, a mode, a kind)."""
+
+
+def _categorical(value: Any) -> bool:
+    """Whether an argument's value can name a category: a short text of letters, no digit (a date, an amount,
+    an id such as ``R-101`` names none)."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= CATEGORY_LENGTH
+        and any(c.isalpha() for c in value)
+        and not any(c.isdigit() for c in value)
+    )
+
+
+def _arguments(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """The scalar arguments of a call's input, by dotted path (mappings only: a list's items are no argument)."""
+    if isinstance(value, Mapping) and depth < 4:
+        for k, v in value.items():
+            yield from _arguments(v, f"{path}.{k}" if path else str(k), depth + 1)
+    elif path and not isinstance(value, (list, tuple, Mapping)):
+        yield path, value
+
+
+def _categories(steps: Sequence[Step]) -> list[Hashable] | None:
+    """Per call of one step, its category: the values of its categorical arguments; None when the step has none.
+
+    An argument is categorical when its values name categories (`_categorical`) and repeat across the calls:
+    at least half of the calls share their value with another call, and not all one value (``currency`` of
+    USD, USD, GBP, USD, JPY).  A number a call gave out is then compared only with the calls of its category
+    when the numbers follow the categories (`_follows`: a USD rate a hundred times off among USD rates is an
+    outlier even where JPY rates widen the range of all the calls) and the category holds enough of them
+    (`_peers`: a call alone in its category is compared with all the others, as before).  A loop over unique
+    ids (``R-101``, ``alice``, ``bob``) repeats no value: its calls stay one series."""
+    args = [dict(_arguments(s.input)) for s in steps]
+    paths = dict.fromkeys(p for a in args for p in a)
+    chosen: list[str] = []
+    for p in paths:
+        vals = [a.get(p) for a in args]
+        if not all(_categorical(v) for v in vals):
+            continue
+        counts: dict[Any, int] = {}
+        for v in vals:
+            counts[v] = counts.get(v, 0) + 1
+        shared = sum(n for n in counts.values() if n > 1)
+        if len(counts) > 1 and 2 * shared >= len(vals):
+            chosen.append(p)
+    if not chosen:
+        return None
+    return [tuple(a.get(p) for p in chosen) for a in args]
+
+
 class _FieldGroup:
     """One output field over the occurrences that have it."""
 
@@ -166,7 +256,7 @@ class _FieldGroup:
             self.numbers.extend(fo.numbers)
             self.units.extend(fo.units)
 
-    def without(self, i: int) -> _FieldStats:
+    def without(self, i: int, cats: Sequence[Hashable] | None = None) -> _FieldStats:
         n = self.local.get(i)
         fs = _FieldStats()
         fs.n = len(self.runs) - (n is not None)
@@ -183,6 +273,14 @@ class _FieldGroup:
             a, b = self.spans[n]
             fs.numbers = self.numbers[:a] + self.numbers[b:]
             fs.units = self.units[:a] + self.units[b:]
+        if cats is not None:
+            # (Numbers only from the calls of its category when they follow it: `_categories`.)
+            per = [self.numbers[a:b] for a, b in self.spans]
+            peers = _peers(self.local, per, cats, i)
+            if peers is not None:
+                kept = [self.spans[self.local[j]] for j in peers]
+                fs.numbers = [x for a, b in kept for x in self.numbers[a:b]]
+                fs.units = [u for a, b in kept for u in self.units[a:b]]
         fs.days_seen, fs.days_grounded = self.day_totals
         fs.dated = sum(self.dated) - (self.dated[n] if n is not None else 0)
         fs.marks = set().union(*_without(self.marks, n))
@@ -207,8 +305,9 @@ class _FieldGroup:
 class _Occurrences:
     """All occurrences of one step in a run, ready to leave each one out."""
 
-    def __init__(self, obs: list[_Obs]) -> None:
+    def __init__(self, obs: list[_Obs], cats: list[Hashable] | None = None) -> None:
         self.obs = obs
+        self.cats = cats
         self.ids = [o.run_id for o in obs]
         self.empty = [o.empty for o in obs]
         self.schemas: _Tally[frozenset[str]] = _Tally([[o.schema] for o in obs], None, SCHEMAS_CAP)
@@ -251,14 +350,17 @@ class _Occurrences:
         st.schemas = self.schemas.without(i)[0]
         st.introduced = set(self.introduced.without(i)[0])
         present = self.field_names.without(i)[0]
-        st.fields = {f: self.fields[f].without(i) for f in present}
+        cats = self.cats
+        st.fields = {f: self.fields[f].without(i, cats) for f in present}
         st.present = present
         for key in self.ratio_keys.without(i)[0]:
             at, vals = self.ratios[key]
-            st.ratios[key] = _without(vals, at.get(i))
+            peers = _peers(at, [[v] for v in vals], cats, i) if cats is not None else None
+            st.ratios[key] = _without(vals, at.get(i)) if peers is None else [vals[at[j]] for j in peers]
         for ukey in self.unit_keys.without(i)[0]:
             uat, uvals = self.unit_ratios[ukey]
-            st.unit_ratios[ukey] = _without(uvals, uat.get(i))
+            upeers = _peers(uat, [[v[0]] for v in uvals], cats, i) if cats is not None else None
+            st.unit_ratios[ukey] = _without(uvals, uat.get(i)) if upeers is None else [uvals[uat[j]] for j in upeers]
         st.sizes = _without(self.sizes, self.size_at.get(i))
         return st
 
@@ -309,10 +411,10 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
         if len(occ) <= MIN_SUPPORT or len(occ) > MAX_OCCURRENCES or (wanted is not None and key not in wanted):
             continue
         # Each occurrence counts as a run of its own (its step id), so an invariant needs two of them.
-        all_of = _Occurrences([_record(s, lineage.view(s.step_id), s.step_id) for s in occ])
+        all_of = _Occurrences([_record(s, lineage.view(s.step_id), s.step_id) for s in occ], _categories(occ))
         for i, s in enumerate(occ):
             where[s.step_id] = (key, all_of, i)
     return SiblingProfiles(run.run_id, where)
 
 
-__all__ = ["MAX_OCCURRENCES", "SiblingProfiles", "sibling_profiles"]
+__all__ = ["CATEGORY_LENGTH", "FOLLOWS", "MAX_OCCURRENCES", "SiblingProfiles", "sibling_profiles"]
