@@ -174,7 +174,13 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     return out
 
 def _spoken_choices(
-    sl: Slice, said: set[str], pos: int, within: set[str], where: str, made: Collection[str] = ()
+    sl: Slice,
+    said: set[str],
+    pos: int,
+    within: set[str],
+    where: str,
+    made: Collection[str] = (),
+    origins: Collection[str] = (),
 ) -> list[Found]:
     """The steps that chose a branch the failure speaks of (a routing function answering ``wet_harvest`` before
     "load from W-01 was wet-harvested"): the failure is about what ran there, and running it was that choice.
@@ -188,9 +194,15 @@ def _spoken_choices(
     ``valve: replace the valves`` before ``valve_work``).  Several choices of the branch share the mark.
 
     A failure about a wrong quantity (``made``: the steps that introduced or computed a number or date its message
-    names, `_value_sources._quantity_origins`) is no failure of a choice: the branch named is where the value showed
+    names, `_value_sources._named_origins`) is no failure of a choice: the branch named is where the value showed
     (a router rightly choosing ``dry_harvest`` before a misweighed load "the dry-harvested load weighs 7000.0
     barrels"), or the router followed it (an upstream quantity of 400 routed to ``place_order``); no choice joins.
+    Nor does a choice when a step after it, past the branch's own step, made a value the failure names (``origins``:
+    the steps that introduced one), or a value of a field or a one-word label it speaks of (`_made_after`): the
+    failure is about that value, made downstream (a right ``express_ship`` before a cover step's ``cover=none``,
+    "express shipments need cover, this one has none").  A chooser that some time went back (its loop's exit or
+    next pass: a ``more`` choosing ``route_fixture`` again, then ``markers``) decides how often a loop runs, no
+    branch between alternatives (`_loop_choosers`): none of its choices joins.
     """
     own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
     first: dict[str, int] = {}
@@ -199,6 +211,7 @@ def _spoken_choices(
     choosers: dict[str, str] = {}
     if made:
         return []
+    loops = _loop_choosers(sl, first)
     for sid in sorted(within, key=sl.g.position):
         if sl.g.position(sid) >= pos:
             continue
@@ -210,9 +223,11 @@ def _spoken_choices(
             if name != chosen.name or d.step_id not in within or sl.g.steps[d.step_id].kind in CONTAINER_KINDS:
                 continue
             home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
-            if first[name] <= first[home]:
-                continue  # a loop's way back: its next pass, or its first node again
+            if first[name] <= first[home] or (sl.g.steps[d.step_id].name, home) in loops:
+                continue  # a loop's way back (its next pass, or its first node again), or its exit
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
+            if _made_after(sl, (d.step_id, sid), pos, within, said - words, origins):
+                continue
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
             # a choice made before it: the step that made it is the one to ask.
             if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl):
@@ -226,6 +241,54 @@ def _spoken_choices(
             f"chose {name}, a branch the failure at {where} speaks of",
         )
     return out
+
+def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
+    """The choosers (by their own name and their node's) that some time chose a step first run before their node
+    did: a loop's way back, so their other choices are its exit or next pass."""
+    out: set[tuple[str, str]] = set()
+    for sid, s in sl.g.steps.items():
+        for d in sl.g.parents(sid):
+            if d.kind == "control" and d.key == CHOSE_KEY + s.name:
+                home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
+                if first[s.name] <= first[home]:
+                    out.add((sl.g.steps[d.step_id].name, home))
+    return out
+
+
+def _made_after(
+    sl: Slice, choice: tuple[str, str], pos: int, within: set[str], said: set[str], origins: Collection[str]
+) -> bool:
+    """Whether a step on the slice after a chooser and before the failure, neither the step it chose nor one inside
+    that, introduced a value the failure names (``origins``), a value of a field whose words the failure says, or a
+    one-word label it says (``said``: the message's words, the branch's own left out)."""
+    chooser, chosen = choice
+    start = sl.g.position(chooser)
+    for sid in within:
+        if not start < sl.g.position(sid) < pos or sl.g.steps[sid].kind in CONTAINER_KINDS or _inside(sl, sid, chosen):
+            continue
+        if sid in origins:
+            return True
+        for a in sl.lin.introduced(sid):
+            label = a.raw.strip().casefold()
+            fields = {sl.lexicon.singular(w) for w in _field_words(a.field or "", sl.lexicon)}
+            if a.field and a.field.lower() not in NAMING_FIELDS and fields and fields <= said:
+                return True
+            if a.kind == "text" and 3 <= len(label) <= 30 and label.isalpha() and sl.lexicon.singular(label) in said:
+                return True
+    return False
+
+
+def _inside(sl: Slice, sid: str, outer: str) -> bool:
+    """Whether a step is ``outer`` or runs inside it (its parent, or its parent's, up to 12 levels)."""
+    at: str | None = sid
+    for _ in range(12):
+        if at is None:
+            return False
+        if at == outer:
+            return True
+        at = sl.g.parent(at)
+    return False
+
 
 def _given_words(value: Any, sl: Slice, depth: int = 0) -> set[str]:
     """The one-word texts among a step's input values, and the one word before a colon heading a text (``valve:

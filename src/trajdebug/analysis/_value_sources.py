@@ -195,7 +195,8 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
-    out += _spoken_choices(sl, said, pos, within, step.name, _quantity_origins(sl, f, named, within))
+    made, origins = _named_origins(sl, f, named, within)
+    out += _spoken_choices(sl, said, pos, within, step.name, made, origins)
     out += picked_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
@@ -207,13 +208,21 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     return out
 
 
-def _quantity_origins(sl: Slice, f: Failure, named: Sequence[Atom], within: set[str]) -> set[str]:
+def _named_origins(sl: Slice, f: Failure, named: Sequence[Atom], within: set[str]) -> tuple[set[str], set[str]]:
     """The steps on a failure's slice that introduced or computed a quantity its message names (a number or a date,
-    not a small count; read where `_named_values` reads them): a wrong value the failure is about."""
+    not a small count; read where `_named_values` reads them): a wrong value the failure is about; and those that
+    introduced any value it names."""
     pos = sl.g.position(f.step_id)
     end, skip = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else (pos, frozenset())
-    found = (sl.lin.origin(a, end, within, skip) for a in named if a.kind in ("number", "date") and not _trivial_number(a))
-    return {o.step_id for o in found if o.step_id is not None}
+    quantity: set[str] = set()
+    every: set[str] = set()
+    for a in named:
+        o = sl.lin.origin(a, end, within, skip).step_id
+        if o is not None:
+            every.add(o)
+            if a.kind in ("number", "date") and not _trivial_number(a):
+                quantity.add(o)
+    return quantity, every
 
 
 def _named_values(
