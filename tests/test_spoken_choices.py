@@ -341,3 +341,88 @@ def test_no_mark_for_a_choice_headed_in_a_text_the_router_was_handed() -> None:
     run = _failed(graph, {"ticket": "Seydel 1847, Paddy Richter tuning: air leaks on holes 7 to 10"})
     assert _by(run, "route_repair").output == "valve_work"
     assert not any(SPEAKS in r for r in _reasons(run, "route_repair"))
+
+
+class Parcel(TypedDict, total=False):
+    order: str
+    carrier: str
+    cover: str
+    status: str
+
+
+def _shipping(set_cover: Any, message: str) -> Run:
+    """``route_service`` rightly chooses ``express_ship`` (the order paid for express); ``set_cover``, after the
+    branches join, makes the value the dispatch check refuses, with the branch's word in its message."""
+    from langgraph.graph import END, StateGraph
+
+    def route_service(state: Parcel) -> str:
+        return "express_ship"
+
+    def dispatch_check(state: Parcel) -> dict[str, Any]:
+        raise ValueError(message.format(**state))
+
+    graph = StateGraph(Parcel)
+    graph.add_node("intake", lambda s: {"order": "ORD-77"})
+    graph.add_node("express_ship", lambda s: {"carrier": "SkyPost"})
+    graph.add_node("ground_ship", lambda s: {"carrier": "RoadCo"})
+    graph.add_node("set_cover", set_cover)
+    graph.add_node("dispatch_check", dispatch_check)
+    graph.set_entry_point("intake")
+    graph.add_conditional_edges("intake", route_service, {"express_ship": "express_ship", "ground_ship": "ground_ship"})
+    graph.add_edge("express_ship", "set_cover")
+    graph.add_edge("ground_ship", "set_cover")
+    graph.add_edge("set_cover", "dispatch_check")
+    graph.add_edge("dispatch_check", END)
+    return _failed(graph, {})
+
+
+def test_no_mark_for_the_right_branch_before_a_step_that_made_the_word_the_failure_speaks_of() -> None:
+    """Review rev57g (HIGH): the failure "express shipments need cover, this one has none" speaks of the branch only
+    to say which rule; ``set_cover`` made ``cover=none``, a value of the field it speaks of: the router, right, takes
+    no mark, and ``set_cover`` ranks first (before, the router did)."""
+    run = _shipping(lambda s: {"cover": "none"}, "express shipments need cover, this one has none")
+    assert not any(SPEAKS in r for r in _reasons(run, "route_service"))
+    assert _first(run) == "set_cover"
+
+
+def test_no_mark_for_the_right_branch_before_a_step_that_made_the_label_the_failure_says() -> None:
+    """Review rev57g (HIGH): ``set_cover`` wrote ``status=held`` and the failure says the shipment "is held": a label
+    made after the choice, past the chosen step, so the failure is about that value, not the branch."""
+    run = _shipping(lambda s: {"status": "held"}, "express shipment {order} is held; express parcels must leave today")
+    assert not any(SPEAKS in r for r in _reasons(run, "route_service"))
+
+
+class League(TypedDict, total=False):
+    fixtures: list[str]
+    i: int
+    bookings: list[str]
+    markers: list[str]
+
+
+def test_no_mark_for_a_loop_exit() -> None:
+    """Review rev57g (HIGH 2, ZZO ``dl_c4``): ``more`` chose ``book`` again twice, then ``markers``: it decides how
+    often the booking loop runs, no branch between alternatives, so the failure's "markers" gives it no mark."""
+    from langgraph.graph import END, StateGraph
+
+    def book(state: League) -> dict[str, Any]:
+        return {"bookings": [*state.get("bookings", []), state["fixtures"][state["i"]]], "i": state["i"] + 1}
+
+    def more(state: League) -> str:
+        return "book" if state["i"] < len(state["fixtures"]) else "markers"
+
+    def validate(state: League) -> dict[str, Any]:
+        raise ValueError("the markers were named before the venues confirmed their boards")
+
+    graph = StateGraph(League)
+    graph.add_node("intake", lambda s: {"i": 0})
+    graph.add_node("book", book)
+    graph.add_node("markers", lambda s: {"markers": ["R. Kaur", "E. Wren", "D. Moss"]})
+    graph.add_node("validate", validate)
+    graph.set_entry_point("intake")
+    graph.add_edge("intake", "book")
+    graph.add_conditional_edges("book", more, {"book": "book", "markers": "markers"})
+    graph.add_edge("markers", "validate")
+    graph.add_edge("validate", END)
+    run = _failed(graph, {"fixtures": ["Red Lion A v Ship Inn", "Crown Arrows v Fox Flights", "Bull & Gate v Anchor"]})
+    assert [s.output for s in run.steps if s.name == "more"] == ["book", "book", "markers"]
+    assert not any(SPEAKS in r for r in _reasons(run, "more"))
