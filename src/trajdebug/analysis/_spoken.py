@@ -226,7 +226,7 @@ def _spoken_choices(
             if first[name] <= first[home] or (sl.g.steps[d.step_id].name, home) in loops:
                 continue  # a loop's way back (its next pass, or its first node again), or its exit
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
-            if _made_after(sl, (d.step_id, sid), pos, within, said - words, origins):
+            if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
                 continue
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
             # a choice made before it: the step that made it is the one to ask.
@@ -256,12 +256,19 @@ def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
 
 
 def _made_after(
-    sl: Slice, choice: tuple[str, str], pos: int, within: set[str], said: set[str], origins: Collection[str]
+    sl: Slice,
+    choice: tuple[str, str],
+    pos: int,
+    within: set[str],
+    words: tuple[set[str], set[str]],
+    origins: Collection[str],
 ) -> bool:
     """Whether a step on the slice after a chooser and before the failure, neither the step it chose nor one inside
-    that, introduced a value the failure names (``origins``), a value of a field whose words the failure says, or a
-    one-word label it says (``said``: the message's words, the branch's own left out)."""
+    that, introduced a value the failure names (``origins``), a text of a field whose words the failure says, or a
+    one-word label it says (``words``: the message's, and the branch's, which say nothing of that step: a text
+    holding one, ``Acid Yellow 49`` after ``acid_line``, is the branch's doing)."""
     chooser, chosen = choice
+    said, branch = words
     start = sl.g.position(chooser)
     for sid in within:
         if not start < sl.g.position(sid) < pos or sl.g.steps[sid].kind in CONTAINER_KINDS or _inside(sl, sid, chosen):
@@ -269,11 +276,13 @@ def _made_after(
         if sid in origins:
             return True
         for a in sl.lin.introduced(sid):
+            if a.kind not in ("id", "text") or {sl.lexicon.singular(w) for w in _TERM.findall(a.raw.casefold())} & branch:
+                continue
             label = a.raw.strip().casefold()
             fields = {sl.lexicon.singular(w) for w in _field_words(a.field or "", sl.lexicon)}
-            if a.field and a.field.lower() not in NAMING_FIELDS and fields and fields <= said:
+            if a.field and a.field.lower() not in NAMING_FIELDS and fields and fields <= said - branch:
                 return True
-            if a.kind == "text" and 3 <= len(label) <= 30 and label.isalpha() and sl.lexicon.singular(label) in said:
+            if 3 <= len(label) <= 30 and label.isalpha() and sl.lexicon.singular(label) in said:
                 return True
     return False
 
