@@ -209,6 +209,7 @@ def _spoken_choices(
     for i, s in enumerate(sl.run.steps):
         first.setdefault(s.name, i)
     choosers: dict[str, str] = {}
+    after: set[str] = set()
     if made:
         return []
     loops = _loop_choosers(sl, first)
@@ -226,14 +227,17 @@ def _spoken_choices(
             if first[name] <= first[home] or (sl.g.steps[d.step_id].name, home) in loops:
                 continue  # a loop's way back (its next pass, or its first node again), or its exit
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
-            if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
-                continue
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
             # a choice made before it: the step that made it is the one to ask.
             if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl):
                 choosers[d.step_id] = name
+                # (A choice with a value made after it still counts among the branch's choices that share the mark.)
+                if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
+                    after.add(d.step_id)
     out: list[Found] = []
     for sid, name in choosers.items():
+        if sid in after:
+            continue
         share = sum(n == name for n in choosers.values())
         out += _thin(
             sid,
