@@ -99,7 +99,11 @@ suites since).  ``suite_zzzh`` and ``suite_zzzi`` (written blind and frozen at 2
 out at 22:04 UTC on 56fb6330, the last round's final analysis: development suites since).  ``suite_zzzj`` and
 ``suite_zzzk`` (written blind and frozen at 22:22 and 22:26 UTC, scored once held out at 00:03 UTC on 2026-12-07 on
 381f97af, the round's final analysis: development suites since).  ``suite_zzzl`` and ``suite_zzzm`` (written blind and frozen
-at 00:18 UTC on 2026-12-07: the next round's first measure) are held out
+at 00:18 UTC on 2026-12-07, scored once held out at 00:56 UTC on 2d9f3890, the last round's final analysis: development
+suites since).  ``suite_zzzn`` and ``suite_zzzo`` (written blind and frozen
+at 01:09 and 01:11 UTC, before any change of the round merged, scored once held out at 02:31 UTC on 472e229f, the round's
+final analysis: development suites since).  ``suite_zzzp`` and ``suite_zzzq`` (written blind at the round's end: the
+next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -123,8 +127,12 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzm": "held out (written blind and frozen on 2026-12-07 at 00:18 UTC; not yet scored: the next round's first measure, with suite_zzzl)",
-    "suite_zzzl": "held out (written blind and frozen on 2026-12-07 at 00:18 UTC; not yet scored: the next round's first measure, with suite_zzzm)",
+    "suite_zzzq": "held out (written blind on 2026-12-07 at the end of round 58; not yet scored: the next round's first measure, with suite_zzzp)",
+    "suite_zzzp": "held out (written blind on 2026-12-07 at the end of round 58; not yet scored: the next round's first measure, with suite_zzzq)",
+    "suite_zzzo": "development (scored once held out on 2026-12-07 at 02:31 UTC on 472e229f; its misses not yet studied)",
+    "suite_zzzn": "development (scored once held out on 2026-12-07 at 02:31 UTC on 472e229f; its misses not yet studied)",
+    "suite_zzzm": "development (scored once held out on 2026-12-07 at 00:56 UTC on 2d9f3890; its misses not yet studied)",
+    "suite_zzzl": "development (scored once held out on 2026-12-07 at 00:56 UTC on 2d9f3890; its misses not yet studied)",
     "suite_zzzk": "development (scored once held out on 2026-12-07 at 00:03 UTC on 381f97af; its misses not yet studied)",
     "suite_zzzj": "development (scored once held out on 2026-12-07 at 00:03 UTC on 381f97af; its misses not yet studied)",
     "suite_zzzi": "development (scored once held out on 2026-12-06 at 22:04 UTC on 56fb6330; its misses not yet studied)",

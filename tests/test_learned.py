@@ -359,3 +359,71 @@ def test_features_read_the_pipelines_graph_only_when_it_is_of_the_analyzed_run(r
     bare = DependencyGraph(replace(a.run, steps=tuple(replace(s, deps=()) for s in a.run.steps)))
     assert any(len(bare.parents(s.step_id)) != len(DependencyGraph(a.run).parents(s.step_id)) for s in a.run.steps)
     assert features(a, bare) == features(a)
+
+
+def _cand(sid: str, faulty: float = 1.0, **evidence: float) -> learned.Candidate:
+    """A candidate whose features carry ``evidence:<signal>`` values (keyword names: ``__`` for ``:``, ``_`` for
+    ``-``) and ``faulty``."""
+    feats = {"evidence:" + k.replace("__", ":").replace("_", "-"): v for k, v in evidence.items()}
+    return learned.Candidate(sid, 1.0, (), (), features={**feats, "faulty": faulty})
+
+
+def test_one_comparison_with_other_inputs_does_not_make_a_best_candidate_confident() -> None:
+    """A best candidate whose only evidence is one comparison with passing runs of other inputs (a relay of a
+    wrong value upstream differs from them as much) is at most likely; a passing run of the same input, or any
+    finding about this run alone beside the comparison, leaves the verdict to the confidence (round 58)."""
+    quiet = _cand("b", faulty=0.0)
+    assert learned.elsewhere_only([_cand("a", reference__grounded=0.59), quiet])
+    assert learned.elsewhere_only([_cand("a", reference__grounded=0.59)])
+    assert not learned.elsewhere_only([_cand("a", reference__same_input=0.75), quiet])
+    assert not learned.elsewhere_only([_cand("a", reference__grounded=0.5, llm_output=0.3), quiet])
+    assert not learned.elsewhere_only([_cand("a", reference__kept=0.5, lineage__dropped=0.45), quiet])
+    assert not learned.elsewhere_only([_cand("a", reference__grounded=0.0, llm_output=0.3), quiet])
+
+
+def test_comparisons_with_other_inputs_beside_a_faulty_runner_up_do_not_make_a_best_candidate_confident() -> None:
+    """Several comparisons with other inputs' passing runs stand when the runner-up is not faulty; beside a
+    runner-up faulty on its own evidence they single out neither."""
+    top = _cand("a", reference__zero=0.57, reference__ratio=0.28)
+    assert not learned.elsewhere_only([top, _cand("b", faulty=0.0, lineage__dropped=0.1)])
+    assert learned.elsewhere_only([top, _cand("b", faulty=1.0, lineage__dropped=0.48)])
+    assert not learned.elsewhere_only([top])
+
+
+def test_a_best_candidate_with_no_evidence_or_sound_findings_only_is_not_judged_here() -> None:
+    """No evidence signal at all (a structural lead) is the calibration's to judge, and a sound finding is no
+    evidence signal: neither is demoted by this rule."""
+    bare = learned.Candidate("a", 1.0, (), (), features={"sound:reference:grounded": 0.0, "faulty": 0.0})
+    assert learned.evidence_signals(bare) == set()
+    assert not learned.elsewhere_only([bare, _cand("b")])
+    assert not learned.elsewhere_only([])
+
+
+def test_rerank_says_likely_where_the_confidence_alone_would_say_confident(run: Run) -> None:
+    """The same confident-enough best candidate is confident with its own finding and likely with one comparison
+    with other inputs only; the order and confidences do not change."""
+    from dataclasses import replace
+
+    a = analyze(run, top=100_000)
+    m = replace(_stump("hand_rank_rel", 0.999, 0.0, 5.0), likely=0.0, confident=0.0)
+    loc = a.localization
+    first = rerank(a, m).root_causes[0].step_id
+
+    def with_evidence(**ev: float) -> object:
+        mine = {"evidence:" + k.replace("__", ":").replace("_", "-"): v for k, v in ev.items()}
+        ranked = tuple(
+            replace(c, features={
+                **{k: v for k, v in c.features.items() if not k.startswith("evidence:")},
+                **(mine if c.step_id == first else {"faulty": 0.0}),
+            })
+            for c in loc.ranked_all
+        )
+        return rerank(replace(a, localization=replace(loc, ranked_all=ranked)), m)
+
+    own = with_evidence(llm_output=0.4)
+    other = with_evidence(reference__grounded=0.6)
+    assert own.verdict == "confident" and other.verdict == "likely"  # type: ignore[attr-defined]
+    assert [c.step_id for c in other.root_causes] == [c.step_id for c in own.root_causes]  # type: ignore[attr-defined]
+    assert other.root_causes[0].step_id == first  # type: ignore[attr-defined]
+    assert learned.ELSEWHERE_NOTE in other.root_causes[0].reasons  # type: ignore[attr-defined]
+    assert learned.ELSEWHERE_NOTE not in own.root_causes[0].reasons  # type: ignore[attr-defined]

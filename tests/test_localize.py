@@ -1388,6 +1388,39 @@ class TestRanking:
         large = localize(run_of(10.0, "2.5 mg/kg is above the 0.25 mg/kg the label allows"))
         assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
 
+    def test_a_small_whole_number_the_failure_states_is_no_expected_value(self) -> None:
+        """"bank paid 8 payouts totalling 7911.79" names a count beside the run's total: no 1000x slip in every
+        batch's total (at 7.91 the sum would round to the 8) is said to be the cause; an expected total written to
+        the cent still names such a slip."""
+        totals = (1616.5, 2398.9, 769.99, 3126.4)
+
+        def run_of(message: str) -> Run:
+            batches = tuple(
+                Step(f"b{i}", "submit_batch", "tool", input={"batch": f"B-{i}"}, output={"count": 2, "total": x},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, x in enumerate(totals)
+            )
+            lines = [{"ref": f"B-{i}", "debit": x, "lines": 2} for i, x in enumerate(totals)]
+            paid = {"paid_count": 8, "paid_total": 7911.79}
+            steps = (
+                *batches,
+                Step(
+                    "f", "fetch_statement", "tool", input={"receipts": [b.output for b in batches]}, output=lines,
+                    deps=tuple(D(b.step_id) for b in batches), start_ns=18, end_ns=19,
+                ),
+                Step("s", "compute_totals", "other", input={"matched": lines}, output=paid, deps=(D("f"),), start_ns=20, end_ns=21),
+                Step(
+                    "x", "reconcile", "tool", input={"paid": paid}, status="error",
+                    error=ErrorInfo("ReportedError", message), deps=(D("s"),), start_ns=22, end_ns=23,
+                ),
+            )
+            return Run("r", "payouts", outcome="failure", steps=steps)
+
+        counted = localize(run_of("bank paid 8 payouts totalling 7911.79, file has 9 totalling 8827.04"))
+        assert all("lineage:whatif" not in c.signals for c in counted.ranked_all)
+        cents = localize(run_of("bank paid 7911.79 where the file expects 7.91"))
+        assert any("lineage:whatif" in c.signals for c in cents.ranked_all if c.step_id.startswith("b"))
+
     def test_the_ends_of_a_range_the_failure_states_are_no_numbers_to_repair(self) -> None:
         """"0.00 GBP per ml is outside 0.03-0.09" (or "not between 0.03 and 0.09"): the range's ends are the check's limits, neither the run's number
         nor the one it should have had, so no slip turns the one into the other (the kit price that made a

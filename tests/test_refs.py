@@ -88,6 +88,16 @@ def test_refs_give_the_analysis_of_the_concatenated_file(recorded: dict[str, Pat
     assert joined.twins[0] is not None and joined.twins[0].outcome == "success"
 
 
+def test_the_diff_hint_stays_on_one_line_when_piped(recorded: dict[str, Path]) -> None:
+    """Piped (not a terminal, 80 columns), the closing ``trajdebug diff A@x B@y`` hint is one line, whole, so it
+    can be pasted back as a command however long the paths are."""
+    got = CliRunner().invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"])], terminal_width=80)
+    assert got.exit_code == 0, got.output
+    [line] = [ln for ln in got.output.splitlines() if "trajdebug diff" in ln]
+    hint = line.split("compare with a passing run: ", 1)[1]
+    assert len(line) > 80 and hint.startswith(f"trajdebug diff {recorded['refs']}@") and hint.count("@") == 2
+
+
 def test_analyze_refs_on_the_command_line_equals_the_concatenated_file(recorded: dict[str, Path]) -> None:
     """``trajdebug analyze FAIL --refs REFS --json`` prints the analyses of ``analyze CAT --json``."""
     runner = CliRunner()

@@ -391,7 +391,11 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
     ours = [a for a in ours if a.number is None or not any(_written_as(a.number, t) for t in said) or any(_written_as(a.number, t) for t in whole)]
     if not ours:
         return out
-    for t in whole:
+    # Nor is a small whole number the failure states a value the run should have had: written to the unit, it
+    # is reached by a power-of-ten slip of almost any number near it ("7911.79 would be the 8"), and a failure
+    # names counts beside its quantities ("4 on hand covers 0.4 days"; `numerals.norm_number` skips them too).
+    targets = [t for t in whole if not (_small_integer(t.value) and "." not in t.raw)]
+    for t in targets:
         for a in ours:
             if a.number is None or _written_as(a.number, t):
                 continue  # the run's own number

@@ -367,7 +367,8 @@ def _emit_text(analyses: list[Any], verifications: list[Any], judgments: list[An
                 con.print(line, markup=False, highlight=False)
     for hint in hints:
         con.print()
-        con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
+        # A command to copy: never wrapped, on a terminal or piped.
+        con.print(f"compare with a passing run: {hint}", markup=False, style="dim", soft_wrap=True)
 
 
 def _ask(
