@@ -20,6 +20,7 @@ from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
     Found,
+    Mark,
     Slice,
     _field_words,
     _thin,
@@ -224,12 +225,12 @@ def _spoken_choices(
             if name != chosen.name or d.step_id not in within or sl.g.steps[d.step_id].kind in CONTAINER_KINDS:
                 continue
             home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
-            if first[name] <= first[home] or (sl.g.steps[d.step_id].name, home) in loops:
+            if first[name] <= first[home] or sl.g.steps[d.step_id].name in {c for c, _ in loops}:
                 continue  # a loop's way back (its next pass, or its first node again), or its exit
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
             # a choice made before it: the step that made it is the one to ask.
-            if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl):
+            if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl) and not _handed_label(sl, d.step_id, said, within):
                 choosers[d.step_id] = name
                 # (A choice with a value made after it still counts among the branch's choices that share the mark.)
                 if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
@@ -239,12 +240,23 @@ def _spoken_choices(
         if sid in after:
             continue
         share = sum(n == name for n in choosers.values())
-        out += _thin(
-            sid,
-            sl.w["origin_chosen"] / math.sqrt(share),
-            f"chose {name}, a branch the failure at {where} speaks of",
-        )
+        # (Named ``chosen``, not ``thin``: a step that leads by this mark alone gets no verdict above unsure.)
+        out.append(Mark(sid, "chosen", sl.w["origin_chosen"] / math.sqrt(share), f"chose {name}, a branch the failure at {where} speaks of"))
     return out
+
+def _handed_label(sl: Slice, chooser: str, said: set[str], within: set[str]) -> bool:
+    """Whether a chooser was given a one-word label the failure says that a step on the slice before it made."""
+    labels = _given_words(sl.g.steps[chooser].input, sl) & said
+    at = sl.g.position(chooser)
+    for sid in within:
+        if sl.g.position(sid) >= at or sl.g.steps[sid].kind in CONTAINER_KINDS:
+            continue
+        for a in sl.lin.introduced(sid):
+            w = a.raw.strip().casefold()
+            if a.kind in ("id", "text") and w.isalpha() and sl.lexicon.singular(w) in labels:
+                return True
+    return False
+
 
 def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
     """The choosers (by their own name and their node's) that some time chose a step first run before their node
@@ -275,7 +287,7 @@ def _made_after(
     said, branch = words
     start = sl.g.position(chooser)
     for sid in within:
-        if not start < sl.g.position(sid) < pos or sl.g.steps[sid].kind in CONTAINER_KINDS or _inside(sl, sid, chosen):
+        if not start < sl.g.position(sid) < pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
             continue
         if sid in origins:
             return True
