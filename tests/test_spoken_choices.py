@@ -426,3 +426,221 @@ def test_no_mark_for_a_loop_exit() -> None:
     run = _failed(graph, {"fixtures": ["Red Lion A v Ship Inn", "Crown Arrows v Fox Flights", "Bull & Gate v Anchor"]})
     assert [s.output for s in run.steps if s.name == "more"] == ["book", "book", "markers"]
     assert not any(SPEAKS in r for r in _reasons(run, "more"))
+
+
+class Ticket(TypedDict, total=False):
+    ticket: str
+    text: str
+    severity: str
+    action: str
+    order: str
+    zone: str
+    carrier: str
+    code: str
+    lane: str
+    mode: str
+    note: str
+    page: int
+    pages: list[str]
+    has_more: bool
+    summary: str
+    dye: str
+
+
+def _express(out: dict[str, Any], message: str) -> Run:
+    """``pick_service`` rightly chooses ``express_ship``; that node itself writes the wrong value (``out``)."""
+    from langgraph.graph import END, StateGraph
+
+    def dispatch_check(state: Ticket) -> dict[str, Any]:
+        raise ValueError(message.format(**state))
+
+    def pick_service(state: Ticket) -> str:
+        return "express_ship"
+
+    graph = StateGraph(Ticket)
+    graph.add_node("intake", lambda s: {"order": "ORD-77", "zone": "Z3"})
+    graph.add_node("express_ship", lambda s: out)
+    graph.add_node("ground_ship", lambda s: {"carrier": "RoadCo"})
+    graph.add_node("dispatch_check", dispatch_check)
+    graph.set_entry_point("intake")
+    graph.add_conditional_edges("intake", pick_service, {"express_ship": "express_ship", "ground_ship": "ground_ship"})
+    graph.add_edge("express_ship", "dispatch_check")
+    graph.add_edge("ground_ship", "dispatch_check")
+    graph.add_edge("dispatch_check", END)
+    return _failed(graph, {})
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ({"carrier": "CR-19"}, "express shipment {order} was booked with carrier {carrier}, which does not serve zone {zone}"),
+        ({"code": "LBL-5521"}, "express order {order}: label {code} is not valid for zone {zone}"),
+    ],
+)
+def test_no_mark_for_the_right_branch_whose_own_step_made_the_value(out: dict[str, Any], message: str) -> None:
+    """Review rev58g (HIGH 1, probes p7a, p7c): a value the chosen step made, and the failure names, cancels the mark:
+    the right router no longer outranks the wrong step it chose."""
+    run = _express(out, message)
+    assert not any(SPEAKS in r for r in _reasons(run, "pick_service"))
+    assert _first(run) == "express_ship"
+
+
+def _severity(message: str) -> Run:
+    """``classify`` rates a cosmetic scratch ``high``; ``route_severity`` follows its rule to ``urgent_repair``."""
+    from langgraph.graph import END, StateGraph
+
+    def route_severity(state: Ticket) -> str:
+        return "urgent_repair" if state["severity"] == "high" else "routine_repair"
+
+    def close_ticket(state: Ticket) -> dict[str, Any]:
+        raise ValueError(message.format(**state))
+
+    graph = StateGraph(Ticket)
+    graph.add_node("intake", lambda s: {"ticket": "T-4471", "text": "cosmetic scratch on the door panel"})
+    graph.add_node("classify", lambda s: {"severity": "high"})
+    graph.add_node("urgent_repair", lambda s: {"action": "dispatch crew tonight"})
+    graph.add_node("routine_repair", lambda s: {"action": "schedule next week"})
+    graph.add_node("close_ticket", close_ticket)
+    graph.set_entry_point("intake")
+    graph.add_edge("intake", "classify")
+    graph.add_conditional_edges("classify", route_severity, {"urgent_repair": "urgent_repair", "routine_repair": "routine_repair"})
+    graph.add_edge("urgent_repair", "close_ticket")
+    graph.add_edge("routine_repair", "close_ticket")
+    graph.add_edge("close_ticket", END)
+    return _failed(graph, {})
+
+
+def test_no_mark_for_a_router_that_followed_an_upstream_label() -> None:
+    """Review rev58g (HIGH 2, probe p1d): the router was handed ``high``, a one-word label the failure says and an
+    earlier step made: it followed that label, so it takes no mark and does not outrank the steps before it."""
+    run = _severity("a cosmetic scratch was rated severity {severity} and sent for urgent repair")
+    assert not any(SPEAKS in r for r in _reasons(run, "route_severity"))
+    assert _first(run) != "route_severity"
+
+
+def test_no_mark_for_a_second_router_that_followed_the_first_ones_label() -> None:
+    """Review rev58g (HIGH 2, probe p4b): ``pick_lane`` wrongly chose ``express_lane``, whose node wrote
+    ``note=priority``; ``pick_mode`` rightly chose ``air_freight`` for it.  ``pick_mode`` takes no mark."""
+    from langgraph.graph import END, StateGraph
+
+    def pick_mode(state: Ticket) -> str:
+        return "air_freight" if state["note"] == "priority" else "road_freight"
+
+    def dispatch_check(state: Ticket) -> dict[str, Any]:
+        raise ValueError(f"order {state['order']} paid for standard shipping but went express by air freight")
+
+    graph = StateGraph(Ticket)
+    graph.add_node("intake", lambda s: {"order": "ORD-88", "zone": "Z5", "lane": "standard"})
+    graph.add_node("express_lane", lambda s: {"note": "priority"})
+    graph.add_node("standard_lane", lambda s: {"note": "normal"})
+    graph.add_node("air_freight", lambda s: {"mode": "air"})
+    graph.add_node("road_freight", lambda s: {"mode": "road"})
+    graph.add_node("dispatch_check", dispatch_check)
+    graph.set_entry_point("intake")
+    graph.add_conditional_edges("intake", lambda s: "express_lane", {"express_lane": "express_lane", "standard_lane": "standard_lane"})
+    for lane in ("express_lane", "standard_lane"):
+        graph.add_conditional_edges(lane, pick_mode, {"air_freight": "air_freight", "road_freight": "road_freight"})
+    graph.add_edge("air_freight", "dispatch_check")
+    graph.add_edge("road_freight", "dispatch_check")
+    graph.add_edge("dispatch_check", END)
+    run = _failed(graph, {})
+    assert not any(SPEAKS in r for r in _reasons(run, "pick_mode"))
+    assert _first(run) != "pick_mode"
+
+
+def test_a_router_leading_by_its_mark_alone_gets_no_verdict_above_unsure() -> None:
+    """Review rev58g (HIGH 3, probe p3b): ``fetch_page`` wrongly said there were no more pages; ``more_pages``, the
+    loop's controller, never went back in this run, so it carries the mark for ``write_summary``.  It may lead, but
+    on that mark alone the verdict stays unsure (before: ``likely``)."""
+    from langgraph.graph import END, StateGraph
+
+    def fetch_page(state: Ticket) -> dict[str, Any]:
+        p = state.get("page", 0) + 1
+        return {"page": p, "pages": [*state.get("pages", []), f"page {p} text"], "has_more": False}
+
+    def more_pages(state: Ticket) -> str:
+        return "fetch_page" if state["has_more"] else "write_summary"
+
+    def publish(state: Ticket) -> dict[str, Any]:
+        raise ValueError("the summary leaves out the later pages of the report")
+
+    graph = StateGraph(Ticket)
+    graph.add_node("fetch_page", fetch_page)
+    graph.add_node("write_summary", lambda s: {"summary": " / ".join(s["pages"])})
+    graph.add_node("publish", publish)
+    graph.set_entry_point("fetch_page")
+    graph.add_conditional_edges("fetch_page", more_pages, {"fetch_page": "fetch_page", "write_summary": "write_summary"})
+    graph.add_edge("write_summary", "publish")
+    graph.add_edge("publish", END)
+    run = _failed(graph, {})
+    a = analyze(run, top=5)
+    assert a.verdict == "unsure"
+    best = a.localization.candidates[0]
+    if a.run.step(best.step_id).name == "more_pages":
+        assert any("at most unsure" in r for r in best.reasons)
+
+
+def test_a_text_holding_a_word_of_the_branch_keeps_the_mark() -> None:
+    """A text made after the choice, of a field the failure speaks of (``dye``), cancels the mark unless it holds a
+    word of the branch's name: ``Acid Yellow`` after ``acid_line`` is what running that branch does, so the router
+    that wrongly chose it for a cotton batch keeps its mark."""
+    from langgraph.graph import END, StateGraph
+
+    def pick_line(state: Ticket) -> str:
+        return "acid_line"  # the fault: cotton takes reactive dyes
+
+    def dye_check(state: Ticket) -> dict[str, Any]:
+        raise ValueError("a cotton batch went down the acid line, and its dye does not take on cotton")
+
+    graph = StateGraph(Ticket)
+    graph.add_node("intake", lambda s: {"order": "C-7"})
+    graph.add_node("acid_line", lambda s: {"dye": "Acid Yellow"})
+    graph.add_node("reactive_line", lambda s: {"dye": "Reactive Red"})
+    graph.add_node("dye_check", dye_check)
+    graph.set_entry_point("intake")
+    graph.add_conditional_edges("intake", pick_line, {"acid_line": "acid_line", "reactive_line": "reactive_line"})
+    graph.add_edge("acid_line", "dye_check")
+    graph.add_edge("reactive_line", "dye_check")
+    graph.add_edge("dye_check", END)
+    run = _failed(graph, {})
+    assert any(SPEAKS in r for r in _reasons(run, "pick_line"))
+
+
+class Draw(TypedDict, total=False):
+    i: int
+    results: list[str]
+
+
+def test_a_blocked_choice_still_shares_the_branch_mark() -> None:
+    """``pick`` chose ``record_match`` on both passes of a loop (``again`` goes back); a value made after the first
+    choice cancels that choice's mark, yet it still counts among the branch's choices sharing the mark: the second
+    choice's mark is ``origin_chosen`` over the square root of two, not the whole of it."""
+    from langgraph.graph import END, StateGraph
+
+    from trajdebug.analysis._weights import DEFAULT_WEIGHTS
+
+    def pick(state: Draw) -> str:
+        return "record_match"
+
+    def again(state: Draw) -> str:
+        return "round" if state["i"] < 2 else "check"
+
+    def check(state: Draw) -> dict[str, Any]:
+        raise ValueError("the match was recorded although the round was late")
+
+    graph = StateGraph(Draw)
+    graph.add_node("round", lambda s: {"i": s.get("i", 0) + 1})
+    graph.add_node("record_match", lambda s: {"results": [*s.get("results", []), "1-0"]})
+    graph.add_node("walkover", lambda s: {"results": [*s.get("results", []), "w/o"]})
+    graph.add_node("check", check)
+    graph.set_entry_point("round")
+    graph.add_conditional_edges("round", pick, {"record_match": "record_match", "walkover": "walkover"})
+    graph.add_conditional_edges("record_match", again, {"round": "round", "check": "check"})
+    graph.add_edge("walkover", "check")
+    graph.add_edge("check", END)
+    run = _failed(graph, {})
+    a = analyze(run, top=50, model=None)
+    picks = [c for c in a.localization.candidates if a.run.step(c.step_id).name == "pick"]
+    marked = [c for c in picks if any(SPEAKS in r for r in c.reasons)]
+    assert len(picks) == 2 and len(marked) == 1
+    assert marked[0].features["thin"] == pytest.approx(DEFAULT_WEIGHTS["origin_chosen"] / 2**0.5)

@@ -192,13 +192,15 @@ def _spoken_choices(
     first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
     node again, a loop's last node choosing its first), no branch; and so is a choice its chooser was handed, a word
     of the name among its input's values (a one-word text, or the word heading one: a model's diagnosis
-    ``valve: replace the valves`` before ``valve_work``).  Several choices of the branch share the mark.
+    ``valve: replace the valves`` before ``valve_work``), or a one-word label the failure says that a step before it
+    made (`_handed_label`: ``severity=high`` before ``urgent_repair``).  Several choices of the branch share the mark,
+    and a step that leads by that mark alone gets no verdict above unsure (`Ranking.by_choice_alone`).
 
     A failure about a wrong quantity (``made``: the steps that introduced or computed a number or date its message
     names, `_value_sources._named_origins`) is no failure of a choice: the branch named is where the value showed
     (a router rightly choosing ``dry_harvest`` before a misweighed load "the dry-harvested load weighs 7000.0
     barrels"), or the router followed it (an upstream quantity of 400 routed to ``place_order``); no choice joins.
-    Nor does a choice when a step after it, past the branch's own step, made a value the failure names (``origins``:
+    Nor does a choice when a step after it, the branch's own step among them, made a value the failure names (``origins``:
     the steps that introduced one), or a value of a field or a one-word label it speaks of (`_made_after`): the
     failure is about that value, made downstream (a right ``express_ship`` before a cover step's ``cover=none``,
     "express shipments need cover, this one has none").  A chooser that some time went back (its loop's exit or
@@ -230,7 +232,8 @@ def _spoken_choices(
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
             # a choice made before it: the step that made it is the one to ask.
-            if (words - own) & said and not words & _given_words(sl.g.steps[d.step_id].input, sl) and not _handed_label(sl, d.step_id, said, within):
+            given = _given_words(sl.g.steps[d.step_id].input, sl)
+            if (words - own) & said and not words & given and not _handed_label(sl, d.step_id, said, within):
                 choosers[d.step_id] = name
                 # (A choice with a value made after it still counts among the branch's choices that share the mark.)
                 if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
@@ -243,6 +246,7 @@ def _spoken_choices(
         # (Named ``chosen``, not ``thin``: a step that leads by this mark alone gets no verdict above unsure.)
         out.append(Mark(sid, "chosen", sl.w["origin_chosen"] / math.sqrt(share), f"chose {name}, a branch the failure at {where} speaks of"))
     return out
+
 
 def _handed_label(sl: Slice, chooser: str, said: set[str], within: set[str]) -> bool:
     """Whether a chooser was given a one-word label the failure says that a step on the slice before it made."""
@@ -259,7 +263,8 @@ def _handed_label(sl: Slice, chooser: str, said: set[str], within: set[str]) -> 
 
 
 def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
-    """The choosers (by their own name and their node's) that some time chose a step first run before their node
+    """The choosers (by their own name and their node's; the caller reads the name alone, so a function routing
+    several nodes counts as one) that some time chose a step first run before their node
     did: a loop's way back, so their other choices are its exit or next pass."""
     out: set[tuple[str, str]] = set()
     for sid, s in sl.g.steps.items():
@@ -279,11 +284,11 @@ def _made_after(
     words: tuple[set[str], set[str]],
     origins: Collection[str],
 ) -> bool:
-    """Whether a step on the slice after a chooser and before the failure, neither the step it chose nor one inside
-    that, introduced a value the failure names (``origins``), a text of a field whose words the failure says, or a
+    """Whether a step on the slice after a chooser and before the failure, the step it chose among them (the
+    right branch's own wrong value, review rev58g), introduced a value the failure names (``origins``), a text of a field whose words the failure says, or a
     one-word label it says (``words``: the message's, and the branch's, which say nothing of that step: a text
     holding one, ``Acid Yellow 49`` after ``acid_line``, is the branch's doing)."""
-    chooser, chosen = choice
+    chooser, _ = choice
     said, branch = words
     start = sl.g.position(chooser)
     for sid in within:
