@@ -273,6 +273,9 @@ def rank_steps(r: Ranking, *, top: int = 5, started: float | None = None) -> Loc
         f"yardstick share): the verdict is at most unsure"
         for sid in r.yardstick if (e := r.by_yardstick(sid)) is not None
     }
+    for sid in r.chosen:
+        if r.by_choice_alone(sid):
+            yard[sid] = "its only finding is the branch it chose: the verdict is at most unsure"
     return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every, yard)
 
 

@@ -110,6 +110,10 @@ class Ranking:
         self.symptoms: set[str] = set()
         self.elsewhere: dict[str, str] = {}
         self.yardstick: dict[str, tuple[str, float]] = {}
+        self.chosen: set[str] = set()
+        """Routers marked for a branch the failure speaks of (`_spoken._spoken_choices`), a ``thin`` mark's kin."""
+        self.focused: set[str] = set()
+        """Steps with any other ``thin`` mark."""
         """Later side of a comparison -> (the earlier side's step, its finding's full strength) (`yardsticks`)."""
         self.good = _verified_good(run)
         self.lexicon = lexicon
@@ -174,8 +178,10 @@ class Ranking:
                     self.elsewhere[x.step_id] = x.sentence
                 elif x.name == "yardstick":  # (its sentence: the step of the earlier side)
                     self.yardstick[x.step_id] = (x.sentence, x.value)
-                elif x.value > self.thin.get(x.step_id, (0.0, ""))[0]:
-                    self.thin[x.step_id] = (x.value, x.sentence)
+                else:
+                    (self.chosen if x.name == "chosen" else self.focused).add(x.step_id)
+                    if x.value > self.thin.get(x.step_id, (0.0, ""))[0]:
+                        self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
         share = self.w.get("shared", DEFAULT_WEIGHTS["shared"])
@@ -415,6 +421,18 @@ class Ranking:
                     self.best_in[p] = c
                     self.via[p] = (sid, d)
 
+
+    def by_choice_alone(self, sid: str) -> bool:
+        """Whether a step's only finding is the branch it chose (`chosen`): no evidence, no other mark.  The order
+        stands, but no verdict may rise on it: a right router before the wrong step it chose, or a loop's
+        controller that never went back in this run, carries that mark all the same (rev58g)."""
+        return (
+            sid in self.chosen
+            and sid not in self.focused
+            and sid not in self.elsewhere
+            and sid not in self.yardstick
+            and not self.extra.get(sid)
+        )
 
     def by_yardstick(self, sid: str) -> str | None:
         """The earlier side of a comparison this step leads only by the ``yardstick`` share (None: none): with that

@@ -10,7 +10,7 @@ shared maps.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._content import has_word
@@ -20,13 +20,14 @@ from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
     Found,
+    Mark,
     Slice,
     _field_words,
     _thin,
     _trivial_number,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.inference import UNRECORDED_KEY
+from trajdebug.analysis.inference import CHOSE_KEY, UNRECORDED_KEY
 from trajdebug.analysis.lineage import StepView, message_atoms, one_item_short, record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
@@ -172,6 +173,168 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
             )
     return out
+
+def _spoken_choices(
+    sl: Slice,
+    said: set[str],
+    pos: int,
+    within: set[str],
+    where: str,
+    made: Collection[str] = (),
+    origins: Collection[str] = (),
+) -> list[Found]:
+    """The steps that chose a branch the failure speaks of (a routing function answering ``wet_harvest`` before
+    "load from W-01 was wet-harvested"): the failure is about what ran there, and running it was that choice.
+
+    A choice is an inferred ``control`` edge (`trajdebug.analysis.inference.CHOSE_KEY`) into a step on the
+    failure's slice before it; the branch is spoken of when a word of its name (three letters or more, not a
+    function word) is a word of the message and no word of the failing step's own name.  A choice of a step that
+    first ran before the chooser's own node did is a loop's way back (a router inside a loop's node choosing that
+    node again, a loop's last node choosing its first), no branch; and so is a choice its chooser was handed, a word
+    of the name among its input's values (a one-word text, or the word heading one: a model's diagnosis
+    ``valve: replace the valves`` before ``valve_work``), or a one-word label the failure says that a step before it
+    made (`_handed_label`: ``severity=high`` before ``urgent_repair``).  Several choices of the branch share the mark,
+    and a step that leads by that mark alone gets no verdict above unsure (`Ranking.by_choice_alone`).
+
+    A failure about a wrong quantity (``made``: the steps that introduced or computed a number or date its message
+    names, `_value_sources._named_origins`) is no failure of a choice: the branch named is where the value showed
+    (a router rightly choosing ``dry_harvest`` before a misweighed load "the dry-harvested load weighs 7000.0
+    barrels"), or the router followed it (an upstream quantity of 400 routed to ``place_order``); no choice joins.
+    Nor does a choice when a step after it, the branch's own step among them, made a value the failure names (``origins``:
+    the steps that introduced one), or a value of a field or a one-word label it speaks of (`_made_after`): the
+    failure is about that value, made downstream (a right ``express_ship`` before a cover step's ``cover=none``,
+    "express shipments need cover, this one has none").  A chooser that some time went back (its loop's exit or
+    next pass: a ``more`` choosing ``route_fixture`` again, then ``markers``) decides how often a loop runs, no
+    branch between alternatives (`_loop_choosers`): none of its choices joins.
+    """
+    own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
+    first: dict[str, int] = {}
+    for i, s in enumerate(sl.run.steps):
+        first.setdefault(s.name, i)
+    choosers: dict[str, str] = {}
+    after: set[str] = set()
+    if made:
+        return []
+    loops = _loop_choosers(sl, first)
+    for sid in sorted(within, key=sl.g.position):
+        if sl.g.position(sid) >= pos:
+            continue
+        chosen = sl.g.steps[sid]
+        for d in sl.g.parents(sid):
+            if d.kind != "control" or not (d.key or "").startswith(CHOSE_KEY) or d.step_id in choosers:
+                continue
+            name = d.key[len(CHOSE_KEY):] if d.key else ""
+            if name != chosen.name or d.step_id not in within or sl.g.steps[d.step_id].kind in CONTAINER_KINDS:
+                continue
+            home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
+            if first[name] <= first[home] or sl.g.steps[d.step_id].name in {c for c, _ in loops}:
+                continue  # a loop's way back (its next pass, or its first node again), or its exit
+            words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
+            # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
+            # a choice made before it: the step that made it is the one to ask.
+            given = _given_words(sl.g.steps[d.step_id].input, sl)
+            if (words - own) & said and not words & given and not _handed_label(sl, d.step_id, said, within):
+                choosers[d.step_id] = name
+                # (A choice with a value made after it still counts among the branch's choices that share the mark.)
+                if _made_after(sl, (d.step_id, sid), pos, within, (said, words), origins):
+                    after.add(d.step_id)
+    out: list[Found] = []
+    for sid, name in choosers.items():
+        if sid in after:
+            continue
+        share = sum(n == name for n in choosers.values())
+        # (Named ``chosen``, not ``thin``: a step that leads by this mark alone gets no verdict above unsure.)
+        out.append(Mark(sid, "chosen", sl.w["origin_chosen"] / math.sqrt(share), f"chose {name}, a branch the failure at {where} speaks of"))
+    return out
+
+
+def _handed_label(sl: Slice, chooser: str, said: set[str], within: set[str]) -> bool:
+    """Whether a chooser was given a one-word label the failure says that a step on the slice before it made."""
+    labels = _given_words(sl.g.steps[chooser].input, sl) & said
+    at = sl.g.position(chooser)
+    for sid in within:
+        if sl.g.position(sid) >= at or sl.g.steps[sid].kind in CONTAINER_KINDS:
+            continue
+        for a in sl.lin.introduced(sid):
+            w = a.raw.strip().casefold()
+            if a.kind in ("id", "text") and w.isalpha() and sl.lexicon.singular(w) in labels:
+                return True
+    return False
+
+
+def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
+    """The choosers (by their own name and their node's; the caller reads the name alone, so a function routing
+    several nodes counts as one) that some time chose a step first run before their node
+    did: a loop's way back, so their other choices are its exit or next pass."""
+    out: set[tuple[str, str]] = set()
+    for sid, s in sl.g.steps.items():
+        for d in sl.g.parents(sid):
+            if d.kind == "control" and d.key == CHOSE_KEY + s.name:
+                home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
+                if first[s.name] <= first[home]:
+                    out.add((sl.g.steps[d.step_id].name, home))
+    return out
+
+
+def _made_after(
+    sl: Slice,
+    choice: tuple[str, str],
+    pos: int,
+    within: set[str],
+    words: tuple[set[str], set[str]],
+    origins: Collection[str],
+) -> bool:
+    """Whether a step on the slice after a chooser and before the failure, the step it chose among them (the
+    right branch's own wrong value, review rev58g), introduced a value the failure names (``origins``), a text of a field whose words the failure says, or a
+    one-word label it says (``words``: the message's, and the branch's, which say nothing of that step: a text
+    holding one, ``Acid Yellow 49`` after ``acid_line``, is the branch's doing)."""
+    chooser, _ = choice
+    said, branch = words
+    start = sl.g.position(chooser)
+    for sid in within:
+        if not start < sl.g.position(sid) < pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+            continue
+        if sid in origins:
+            return True
+        for a in sl.lin.introduced(sid):
+            if a.kind not in ("id", "text") or {sl.lexicon.singular(w) for w in _TERM.findall(a.raw.casefold())} & branch:
+                continue
+            label = a.raw.strip().casefold()
+            fields = {sl.lexicon.singular(w) for w in _field_words(a.field or "", sl.lexicon)}
+            if a.field and a.field.lower() not in NAMING_FIELDS and fields and fields <= said - branch:
+                return True
+            if 3 <= len(label) <= 30 and label.isalpha() and sl.lexicon.singular(label) in said:
+                return True
+    return False
+
+
+def _inside(sl: Slice, sid: str, outer: str) -> bool:
+    """Whether a step is ``outer`` or runs inside it (its parent, or its parent's, up to 12 levels)."""
+    at: str | None = sid
+    for _ in range(12):
+        if at is None:
+            return False
+        if at == outer:
+            return True
+        at = sl.g.parent(at)
+    return False
+
+
+def _given_words(value: Any, sl: Slice, depth: int = 0) -> set[str]:
+    """The one-word texts among a step's input values, and the one word before a colon heading a text (``valve:
+    replace the valves``; case-folded, a plural's ``s`` cut; up to 6 levels deep)."""
+    if depth > 6:
+        return set()
+    if isinstance(value, str):
+        # A one-word text, or the one word heading a text (a model's ``valve: replace the valves``): a label.
+        w = value.strip().casefold().partition(":")[0].rstrip()
+        return {sl.lexicon.singular(w)} if 3 <= len(w) <= 30 and w.isalpha() else set()
+    if isinstance(value, Mapping):
+        return set().union(*(_given_words(v, sl, depth + 1) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_given_words(v, sl, depth + 1) for v in value[:200]))
+    return set()
+
 
 def _task_words(sl: Slice, message: str) -> list[Atom]:
     """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""

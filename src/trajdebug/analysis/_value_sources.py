@@ -49,6 +49,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._spoken import (
     _short_totals,
+    _spoken_choices,
     _spoken_fields,
     _spoken_labels,
     _task_words,
@@ -194,6 +195,8 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
+    made, origins = _named_origins(sl, f, named, within)
+    out += _spoken_choices(sl, said, pos, within, step.name, made, origins)
     out += picked_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
@@ -203,6 +206,23 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
         what = f"the failure at {step.name} names" if stated else what
         out += _trace(sl, a, pos, within, sl.w["origin_named_arg" if spoken else "origin_arg"], what)
     return out
+
+
+def _named_origins(sl: Slice, f: Failure, named: Sequence[Atom], within: set[str]) -> tuple[set[str], set[str]]:
+    """The steps on a failure's slice that introduced or computed a quantity its message names (a number or a date,
+    not a small count; read where `_named_values` reads them): a wrong value the failure is about; and those that
+    introduced any value it names."""
+    pos = sl.g.position(f.step_id)
+    end, skip = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else (pos, frozenset())
+    quantity: set[str] = set()
+    every: set[str] = set()
+    for a in named:
+        o = sl.lin.origin(a, end, within, skip).step_id
+        if o is not None:
+            every.add(o)
+            if a.kind in ("number", "date") and not _trivial_number(a):
+                quantity.add(o)
+    return quantity, every
 
 
 def _named_values(

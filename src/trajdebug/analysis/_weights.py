@@ -49,6 +49,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
     "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
     "origin_named_arg": 0.7,  # and the failure's message speaks of that value's field
+    "origin_chosen": 1.0,  # thin-slice strength: chose (a router) a branch whose name the failure's message speaks of
     "dropped": 0.45,  # was given a value the failure names and did not pass it on
     "rejected": 0.5,  # share of that finding kept for a number named beside the limit it broke (rejected, not expected)
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
