@@ -3,7 +3,7 @@
 Two small agents recorded with the SDK (docs/recording.md): a greenhouse planner whose model names a
 fertiliser for each bed (values found in none of its inputs, on every call: its job) while the failure is
 about a bed its planner left out; and a kennel desk that files each dog's record under the key of the dog
-before it (`trajdebug.analysis.diagnosers._decisions.misfiled_write`).
+before it (`trajdebug.analysis.diagnosers._misfiled.misfiled_write`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import trajdebug
 from trajdebug.analysis import _elsewhere, analyze
 from trajdebug.analysis._elsewhere import Routine, _in_text, off_the_failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.diagnosers import DiagnoseContext, _decisions
-from trajdebug.analysis.diagnosers._decisions import misfiled_write
+from trajdebug.analysis.diagnosers import DiagnoseContext, _misfiled
+from trajdebug.analysis.diagnosers._misfiled import misfiled_write
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.core.model import Run
 from trajdebug.testing import capture_runs, deterministic
@@ -623,9 +623,9 @@ def test_an_update_of_the_original_items_entry_is_no_misfiled_write(change: str)
 def test_a_kept_record_with_a_number_rewritten_is_carried() -> None:
     """Numbers compare by value (``3`` is ``3.0``); a record with a field changed and the rest kept is an
     update; a record of the same fields with its id and values changed is not."""
-    assert _decisions._carries({"priority": 3}, {"priority": 3.0})
-    assert _decisions._updated({"team": "a", "priority": 3, "status": "open"}, {"team": "a", "priority": 2, "status": "open"})
-    assert not _decisions._updated({"dog": "D-102", "minutes": 45}, {"dog": "D-103", "minutes": 20})
+    assert _misfiled._carries({"priority": 3}, {"priority": 3.0})
+    assert _misfiled._updated({"team": "a", "priority": 3, "status": "open"}, {"team": "a", "priority": 2, "status": "open"})
+    assert not _misfiled._updated({"dog": "D-102", "minutes": 45}, {"dog": "D-103", "minutes": 20})
 
 
 def _cursor(n: int) -> Run:
@@ -655,13 +655,13 @@ def test_misfiled_write_reads_each_steps_ids_once(monkeypatch: pytest.MonkeyPatc
     """A key every pass writes (a cursor) costs one scan of its writers, not one per pass: twice the items,
     about twice the ids read (not four times)."""
     read = [0]
-    real = _decisions._item_ids
+    real = _misfiled._item_ids
 
     def counted(step: Any) -> Any:
         read[0] += 1
         return real(step)
 
-    monkeypatch.setattr(_decisions, "_item_ids", counted)
+    monkeypatch.setattr(_misfiled, "_item_ids", counted)
     counts = []
     for n in (40, 80):
         run = _cursor(n)

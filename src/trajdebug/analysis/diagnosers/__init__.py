@@ -38,11 +38,11 @@ from trajdebug.analysis.diagnosers._decisions import (
     decision,
     delegated_result,
     lost_update,
-    misfiled_write,
     option_choice,
     repeated_option,
 )
 from trajdebug.analysis.diagnosers._field_values import request_kind, shared_answer, unlisted_value
+from trajdebug.analysis.diagnosers._misfiled import misfiled_write
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
