@@ -26,11 +26,6 @@ def _item_ids(step: Step) -> set[tuple[str, str]]:
     return {(a.field, a.raw) for a in atoms(step.input) if a.kind == "id" and a.field and a.raw}
 
 
-def _names(key: str, raw: str) -> bool:
-    """Whether a state key names an id as a whole token (``lot:T-477`` names ``T-477``, not ``T-47``)."""
-    return re.search(rf"(?<![\w-]){re.escape(raw)}(?![\w-])", key) is not None
-
-
 def _same(v: Any) -> str:
     """A scalar as compared across writes: a number by its value (``3`` is ``3.0``), anything else as written."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -100,7 +95,7 @@ def _named_by_a_key(raw: str, ctx: DiagnoseContext) -> bool:
     tokens, keys = ctx.memo("state-key-tokens", lambda: _key_ids(ctx.run))
     if _KEY_TOKEN.fullmatch(raw):
         return raw in tokens
-    return any(_names(k, raw) for k in keys)
+    return any(content.has_word(k, raw) for k in keys)
 
 
 def _ids_of(step: Step, ctx: DiagnoseContext) -> set[tuple[str, str]]:
@@ -123,7 +118,7 @@ def _key_items(key: str, rows: list[tuple[int, int, Step]], ctx: DiagnoseContext
             (end, s, fld, raw)
             for end, _, s in rows
             for fld, raw in sorted(_ids_of(s, ctx))
-            if _names(key, raw)
+            if content.has_word(key, raw)
         ]
     return out
 
@@ -131,7 +126,7 @@ def _key_items(key: str, rows: list[tuple[int, int, Step]], ctx: DiagnoseContext
 def _about(value: Any, raws: Iterable[str]) -> bool:
     """Whether a written value names one of these ids (the record is about that item)."""
     text = content.text_of(value)
-    return any(_names(text, r) for r in raws)
+    return any(content.has_word(text, r) for r in raws)
 
 
 @reading(Reads(attribute="state_writes"))
@@ -160,7 +155,7 @@ def misfiled_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         entry = index.get(key)
         if entry is None:
             continue
-        given = {r for r in raws if _names(key, r)}
+        given = {r for r in raws if content.has_word(key, r)}
         if given and not (
             isinstance(values, Mapping) and key in values and _about(values[key], raws - given)
         ):
