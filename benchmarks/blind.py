@@ -103,7 +103,7 @@ at 00:18 UTC on 2026-12-07, scored once held out at 00:56 UTC on 2d9f3890, the l
 suites since).  ``suite_zzzn`` and ``suite_zzzo`` (written blind and frozen
 at 01:09 and 01:11 UTC, before any change of the round merged, scored once held out at 02:31 UTC on 472e229f, the round's
 final analysis: development suites since).  ``suite_zzzp`` and ``suite_zzzq`` (written blind and frozen
-at 02:40 and 02:37 UTC, scored once held out at 04:05 UTC on ed5d96ab, the last round's final analysis: development
+at 02:40 and 02:37 UTC, scored once held out at 04:00 UTC on ed5d96ab, the last round's final analysis: development
 suites since).  ``suite_zzzr`` and ``suite_zzzs`` (written blind this round) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
@@ -130,8 +130,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zzzs": "held out (written blind on 2026-12-07 in round 59; not yet scored: the next measure, with suite_zzzr)",
     "suite_zzzr": "held out (written blind on 2026-12-07 in round 59; not yet scored: the next measure, with suite_zzzs)",
-    "suite_zzzq": "development (scored once held out on 2026-12-07 at 04:05 UTC on ed5d96ab; its misses not yet studied)",
-    "suite_zzzp": "development (scored once held out on 2026-12-07 at 04:05 UTC on ed5d96ab; its misses not yet studied)",
+    "suite_zzzq": "development (scored once held out on 2026-12-07 at 04:00 UTC on ed5d96ab; its misses not yet studied)",
+    "suite_zzzp": "development (scored once held out on 2026-12-07 at 04:00 UTC on ed5d96ab; its misses not yet studied)",
     "suite_zzzo": "development (scored once held out on 2026-12-07 at 02:31 UTC on 472e229f; its misses not yet studied)",
     "suite_zzzn": "development (scored once held out on 2026-12-07 at 02:31 UTC on 472e229f; its misses not yet studied)",
     "suite_zzzm": "development (scored once held out on 2026-12-07 at 00:56 UTC on 2d9f3890; its misses not yet studied)",

@@ -113,8 +113,8 @@ SOURCES = [
             ("suite_zzzm", "; scored once held out, trained on from the first retraining after 2026-12-07 00:56 UTC"),
             ("suite_zzzn", "; scored once held out, trained on from the first retraining after 2026-12-07 02:31 UTC"),
             ("suite_zzzo", "; scored once held out, trained on from the first retraining after 2026-12-07 02:31 UTC"),
-            ("suite_zzzp", "; scored once held out, trained on from the first retraining after 2026-12-07 04:05 UTC"),
-            ("suite_zzzq", "; scored once held out, trained on from the first retraining after 2026-12-07 04:05 UTC"),
+            ("suite_zzzp", "; scored once held out, trained on from the first retraining after 2026-12-07 04:00 UTC"),
+            ("suite_zzzq", "; scored once held out, trained on from the first retraining after 2026-12-07 04:00 UTC"),
         )
     ],
 ]
