@@ -272,3 +272,39 @@ def test_show_marks_a_recorded_cancellation_as_interrupted(tmp_path: Path) -> No
         asyncio.run(agent())
     slow_line = next(line for line in invoke("show", str(path)).splitlines() if "slow#" in line)
     assert "interrupted (CancelledError)" in slow_line and "✗" not in slow_line
+
+
+def _tool_loop_run() -> trajdebug.Run:
+    """An OpenAI-style tool loop: the tool's result goes back to the model as JSON text in ``messages`` (no
+    tracked edge), and the model's answer names a customer the tool never listed."""
+    from trajdebug.core.model import Run
+    from tests.builders import step
+
+    tickets = '{"tickets": [{"id": "T-1001", "customer": "Okafor"}, {"id": "T-1003", "customer": "Brennan"}]}'
+    steps = (
+        step("s1", "receive", "agent", 1, {"customer": "Moreau"}, {"customer": "Moreau"}),
+        step("s2", "list_tickets", "tool", 2, {"queue": "billing"}, tickets, "s1"),
+        step("s3", "call_model", "llm", 3,
+             {"messages": [{"role": "user", "content": "close Moreau's ticket"}, {"role": "tool", "content": tickets}]},
+             "NOT_FOUND: no open ticket for Moreau", "s1"),
+    )
+    return Run("r-loop", "closer", 0, 10, "failure", "NOT_FOUND: no open ticket for Moreau", steps=steps)
+
+
+def test_show_step_lists_the_inferred_edges_analyze_uses_and_no_infer_hides_them(tmp_path: Path) -> None:
+    """`show --step` lists the dependencies `analyze` infers from content (a tool result sent back as JSON text),
+    marked inferred with their confidence, as its help says; --no-infer shows only the recorded ones, and --json
+    lists them only when --infer asks (nu32 finding 7)."""
+    path = tmp_path / "loop.jsonl"
+    run = _tool_loop_run()
+    write_jsonl([run], path)
+    analyzed = trajdebug.analyze(run, model=None).run.step_map()["s3"]
+    inferred = [d for d in analyzed.deps if d.origin == "inferred"]
+    assert any(d.step_id == "s2" for d in inferred)
+    out = invoke("show", str(path), "--step", "call_model")
+    assert "← list_tickets#s2 (data, inferred" in out and "← receive#s1" in out
+    assert "list_tickets" not in invoke("show", str(path), "--step", "call_model", "--no-infer").split("depends on")[1]
+    [plain] = json.loads(invoke("show", str(path), "--step", "call_model", "--json"))["steps"]
+    assert [d["step_id"] for d in plain["deps"]] == ["s1"]
+    [full] = json.loads(invoke("show", str(path), "--step", "call_model", "--json", "--infer"))["steps"]
+    assert "s2" in [d["step_id"] for d in full["deps"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -184,7 +185,10 @@ def _summaries(
     "and last 100, and says how many it left out).",
 )
 @click.option(
-    "--infer", is_flag=True, help="Also infer dependencies from content (marked inferred, with confidence)."
+    "--infer/--no-infer",
+    default=None,
+    help="Also list the dependencies `analyze` infers from content (marked inferred, with their confidence): "
+    "on by default for --step's text, off for the step trees and --json.",
 )
 @click.option(
     "--step",
@@ -201,7 +205,7 @@ def show_cmd(
     as_json: bool,
     no_deps: bool,
     max_steps: int | None,
-    infer: bool,
+    infer: bool | None,
     step_sel: str | None,
     show_io: bool,
     show_all: bool,
@@ -211,8 +215,12 @@ def show_cmd(
     SOURCE is a store, a trajdebug JSONL file or a foreign trace; without
     --run, every run of it, newest first (as `trajdebug runs` lists them).
     With no SOURCE, the newest run of the default store.  Each dependency is
-    marked tracked, declared or inferred (with its confidence).  --step
-    without --run looks in every run and names the run of each step it prints.
+    marked tracked, declared or inferred (with its confidence).  The edges
+    `analyze` infers from content (a value one step returned that a later
+    step was given, e.g. a tool's result sent back to the model as JSON text)
+    are listed by --step, and by the trees with --infer; --no-infer shows only
+    what was recorded.  --step without --run looks in every run and names the
+    run of each step it prints.
 
     \b
     Example:
@@ -225,15 +233,17 @@ def show_cmd(
     else:
         # Newest first, as `runs` lists them (among equal starts the later in the source first).
         runs = [r for _, r in sorted(enumerate(everything), key=lambda p: (p[1].start_ns, p[0]), reverse=True)]
-    if infer:
-        from trajdebug.analysis import infer_dependencies, previous_turns
+    def pool() -> list[Run]:
+        return load_source(source, None, fmt) if run_id is not None else everything
 
-        if run_id is not None:
-            everything = load_source(source, None, fmt)
-        runs = [infer_dependencies(r, previous=previous_turns(r, everything)) for r in runs]
     if step_sel is not None:
-        _show_steps(runs, step_sel, as_json)
+        # The full view of a step lists the edges the analysis's reasons name ("an inferred edge from ..."), unless
+        # asked not to; --json keeps what was recorded unless --infer asks (nu32 finding 7).
+        with_inferred = infer if infer is not None else not as_json
+        _show_steps(runs, step_sel, as_json, (lambda rs: _as_analyzed(rs, pool())) if with_inferred else None)
         return
+    if infer:
+        runs = _as_analyzed(runs, pool())
     if as_json:
         from trajdebug.report.json import run_to_dict
         from trajdebug.usage import default_prices, run_usage
@@ -271,14 +281,30 @@ def _in_order(run: Run, ids: frozenset[str]) -> list[str]:
     return [s.step_id for s in run.steps if s.step_id in ids]
 
 
-def _show_steps(runs: list[Run], selector: str, as_json: bool) -> None:
-    """``show --step``: the selected steps of the runs, in full."""
+def _as_analyzed(runs: list[Run], pool: list[Run]) -> list[Run]:
+    """The runs with the dependencies `analyze` adds to each (inferred from content, thinned, and those to the values
+    a failure names), as the analysis's reasons cite them: each run is analyzed as `analyze` would, with its
+    earlier turns and the passing runs of its agent in ``pool`` (every run of the source)."""
+    from trajdebug.analysis import analyze, previous_turns, references
+
+    return [analyze(r, previous=previous_turns(r, pool), references=references(r, pool), model=None).run for r in runs]
+
+
+def _show_steps(
+    runs: list[Run], selector: str, as_json: bool, analyzed: Callable[[list[Run]], list[Run]] | None = None
+) -> None:
+    """``show --step``: the selected steps of the runs, in full; with ``analyzed``, of the runs it returns (the
+    runs holding a selected step, with the dependencies the analysis adds: `_as_analyzed`)."""
     from trajdebug.report.step import render_step, select_steps, step_to_json
 
     picked = [(r, s) for r in runs for s in select_steps(r, selector)]
     if not picked:
         where = runs[0].run_id[:12] if len(runs) == 1 else f"{len(runs)} runs"
         raise click.ClickException(f"no step {selector!r} in {where} (try a step name or the digits after #)")
+    if analyzed is not None:
+        holding = list({id(r): r for r, _ in picked}.values())
+        by_id = {id(old): new for old, new in zip(holding, analyzed(holding), strict=True)}
+        picked = [(by_id[id(r)], next(t for t in by_id[id(r)].steps if t.step_id == s.step_id)) for r, s in picked]
     if as_json:
         emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
         return
