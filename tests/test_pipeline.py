@@ -399,11 +399,11 @@ class TestReport:
 
         learned = analyze(propagated_error_run(), model=load_model())
         lines = analysis_lines(learned)
-        assert learned.to_dict()["order"] == "confidence"
+        assert learned.to_dict()["order"] == "share"
         # Which line is right for this run follows from its confidences: any rising down the list, the ranking's.
         confs = [c.confidence for c in learned.root_causes]
         rises = any(b > a for a, b in pairwise(confs) if a is not None and b is not None)
-        want = CALIBRATED_APART_LINE if rises else ORDER_LINES["confidence"]
+        want = CALIBRATED_APART_LINE if rises else ORDER_LINES["share"]
         assert _order_note(lines) == want
 
     def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
@@ -420,7 +420,7 @@ class TestReport:
         assert "roots first" not in str(_order_line(analysis(False, True, False)))
         assert _order_line(analysis()) is None
         # A learned model's or the answers' order may put a suspect first: the line says which order it is.
-        assert _order_line(analysis(False, True, order="confidence")) == ORDER_LINES["confidence"]
+        assert _order_line(analysis(False, True, order="share")) == ORDER_LINES["share"]
         assert _order_line(analysis(False, True, order="answers")) == ORDER_LINES["answers"]
 
     def test_a_learned_order_whose_confidences_rise_down_the_list_is_not_called_ordered_by_confidence(self) -> None:
@@ -433,13 +433,13 @@ class TestReport:
 
         def analysis(*confidences: float | None) -> SimpleNamespace:
             causes = [SimpleNamespace(root=False, confidence=c, share=0.5) for c in confidences]
-            return SimpleNamespace(order="confidence", root_causes=causes, failures=["f"])
+            return SimpleNamespace(order="share", root_causes=causes, failures=["f"])
 
         assert _order_line(analysis(0.21, 0.22, 0.04)) == CALIBRATED_APART_LINE
         assert "calibrated confidence" not in str(_order_line(analysis(0.21, 0.22)))
-        assert _order_line(analysis(0.81, 0.05, 0.05)) == ORDER_LINES["confidence"]
+        assert _order_line(analysis(0.81, 0.05, 0.05)) == ORDER_LINES["share"]
         # Neighbours only: a candidate without a confidence between two says nothing of their order.
-        assert _order_line(analysis(0.21, None, 0.22)) == ORDER_LINES["confidence"]
+        assert _order_line(analysis(0.21, None, 0.22)) == ORDER_LINES["share"]
 
     def test_the_learned_order_shows_the_number_it_sorts_by(self) -> None:
         """With the learned model, each candidate shows its share of the blame (the number the list is sorted by,
@@ -449,7 +449,7 @@ class TestReport:
 
         learned = analyze(propagated_error_run(), model=load_model(), top=10)
         causes = learned.root_causes
-        assert len(causes) >= 2 and learned.order == "confidence"
+        assert len(causes) >= 2 and learned.order == "share"
         # Scores that suggest another order than the list's: rising down it.
         loc = replace(learned.localization, candidates=[replace(c, score=0.3 + 0.05 * i) for i, c in enumerate(causes)])
         learned = replace(learned, localization=loc)
@@ -470,11 +470,11 @@ class TestReport:
 
     def test_a_list_the_judge_reordered_says_score_orders_it(self) -> None:
         """A model on top (--judge) re-ranks by the combined score: the line says so and the score is shown.  The
-        JSON's ``order`` keeps the value it had before (``confidence`` under the learned model, ``roots-first``
+        JSON's ``order`` keeps the value it had before (``share`` under the learned model, ``roots-first``
         under the hand ranking: existing readers); the added key ``judged`` says the model re-ranked it."""
         from trajdebug.analysis import load_model
 
-        for model, order in ((load_model(), "confidence"), (None, "roots-first")):
+        for model, order in ((load_model(), "share"), (None, "roots-first")):
             plain = analyze(propagated_error_run(), model=model)
             method = plain.localization.method + "+judge"
             judged = replace(plain, localization=replace(plain.localization, method=method))
@@ -958,3 +958,14 @@ def test_json_labels_match_the_printed_form() -> None:
     assert doc["root_causes"]
     assert {c["label"] for c in doc["root_causes"]} <= {"fetch#000001", "check#000002"}
     assert all(c["label"] == f"{c['name']}#{c['step_id'][-6:]}" for c in doc["root_causes"])
+
+
+def test_the_json_order_names_the_number_the_learned_list_is_sorted_by() -> None:
+    """Under the learned model `analyze --json` says ``"order": "share"``, and the root causes are sorted by their
+    share, highest first, whatever their confidences (nu32 finding 9: it said ``confidence`` over a list that was
+    not sorted by confidence)."""
+    from trajdebug.analysis import load_model
+
+    data = analyze(propagated_error_run(), model=load_model(), top=10).to_dict()
+    shares = [c["share"] for c in data["root_causes"]]
+    assert data["order"] == "share" and len(shares) >= 2 and shares == sorted(shares, reverse=True)

@@ -101,14 +101,14 @@ class Analysis:
 
     @property
     def order(self) -> str:
-        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``confidence`` (the
-        learned model re-ranked them by its share of the blame, `Candidate.share`; the name is kept for the JSON's
-        readers) or ``roots-first`` (the hand ranking: structural roots before the other suspects, by score
+        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``share`` (the
+        learned model re-ranked them by its share of the blame, `Candidate.share`; ``confidence`` until round 59,
+        which the list was not sorted by) or ``roots-first`` (the hand ranking: structural roots before the other suspects, by score
         within each group, docs/analysis.md).  A model on top (``--judge``) re-ranks the list by the combined
         score without changing this value, as before it said so: `judged` does."""
         if self.guided is not None and self.guided.questions:
             return "answers"
-        return "confidence" if self.localization.method.removesuffix("+judge").endswith("learned") else "roots-first"
+        return "share" if self.localization.method.removesuffix("+judge").endswith("learned") else "roots-first"
 
     @property
     def judged(self) -> bool:

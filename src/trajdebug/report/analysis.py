@@ -357,7 +357,7 @@ def _causes_heading(a: Any) -> str:
 
 ORDER_LINES = {
     "answers": "order: the root the answers prove (or single out), then suspects left, then steps they cleared",
-    "confidence": "order: by the learned model's share of the blame (the share shown), highest first",
+    "share": "order: by the learned model's share of the blame (the share shown), highest first",
     "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
 }
@@ -368,7 +368,7 @@ CALIBRATED_APART_LINE = (
     "order: by the learned model's share of the blame (the share shown), highest first; the confidence beside it "
     "is calibrated separately and can be higher further down"
 )
-"""The line for the learned order (`Analysis.order` ``confidence``) when a confidence rises down the list."""
+"""The line for the learned order (`Analysis.order` ``share``) when a confidence rises down the list."""
 
 
 def ordered_by(a: Any) -> str:
@@ -382,7 +382,7 @@ def _by_share(a: Any) -> bool:
     """Whether the list is in the learned model's order and each candidate has its share (then the share is the
     number shown, not the hand-weighted score, which would suggest another order)."""
     causes = a.root_causes
-    return ordered_by(a) == "confidence" and bool(causes) and all(
+    return ordered_by(a) == "share" and bool(causes) and all(
         getattr(c, "share", None) is not None for c in causes
     )
 
@@ -396,10 +396,10 @@ def _order_line(a: Any) -> str | None:
     flags = [bool(c.root) for c in a.root_causes]
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
-    if order == "confidence" and not _by_share(a):
+    if order == "share" and not _by_share(a):
         return "order: by the learned model's ranking"  # no share to show (a candidate it did not score)
     confs = [getattr(x, "confidence", None) for x in a.root_causes]
-    if order == "confidence" and any(b > a for a, b in pairwise(confs) if a is not None and b is not None):
+    if order == "share" and any(b > a for a, b in pairwise(confs) if a is not None and b is not None):
         # The model orders by its trees' probability (the share); the confidence is a calibrator's reading of it
         # with the hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).
         # Neighbours only: a candidate without a confidence between two says nothing of their order.

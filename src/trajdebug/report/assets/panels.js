@@ -62,7 +62,7 @@ function buildCauses(host) {
   }
   const ORDER = {
     "answers": "Ordered as the answers leave them: the root they prove (or single out), then suspects left, then steps they cleared.",
-    "confidence": "Ordered by the learned model's share of the blame (the share shown), highest first.",
+    "share": "Ordered by the learned model's share of the blame (the share shown), highest first.",
     "judge": "Ordered by score, the evidence's combined with the model's verdicts (--judge), highest first.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
   };
@@ -70,13 +70,15 @@ function buildCauses(host) {
   // another order); the confidence is calibrated separately and may rise down the list.  Neighbours only: a
   // candidate without a confidence between two says nothing of their order.
   // A model on top (--judge) re-ranks by score and says so beside the order, which keeps its earlier value.
-  const orderedBy = ANALYSIS.order !== "answers" && ANALYSIS.judged === true ? "judge" : ANALYSIS.order;
-  const byShare = orderedBy === "confidence" && causes.every((c) => typeof c.share === "number");
+  // ``confidence`` is what analyses before round 59 called the learned model's order (by share).
+  const given = ANALYSIS.order === "confidence" ? "share" : ANALYSIS.order;
+  const orderedBy = given !== "answers" && ANALYSIS.judged === true ? "judge" : given;
+  const byShare = orderedBy === "share" && causes.every((c) => typeof c.share === "number");
   const confs = causes.map((c) => c.confidence);
   const unordered = confs.some((c, i) => i > 0 && typeof c === "number" && typeof confs[i - 1] === "number" && c > confs[i - 1]);
-  const order = orderedBy === "confidence" && !byShare
+  const order = orderedBy === "share" && !byShare
     ? "Ordered by the learned model's ranking."
-    : orderedBy === "confidence" && unordered
+    : orderedBy === "share" && unordered
     ? "Ordered by the learned model's share of the blame (the share shown), highest first; the confidence beside it is calibrated separately and can be higher further down."
     : ORDER[orderedBy];
   host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
