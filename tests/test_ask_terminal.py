@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.core.model import Run
+from trajdebug.core.model import ASKED_GROUP, Run
 from trajdebug.demo import run_demo
 from trajdebug.sources.load import load_runs
 
@@ -250,8 +250,9 @@ def test_a_proved_root_becomes_the_runs_label_and_a_later_analyze_shows_it_from_
     assert (entry["guided"]["root"], entry["guided"]["certain"]) == (planted, True)
 
 
-def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) -> None:
-    """Enter waits for a key without printing the prompt again; an unknown key is named with the keys to press."""
+def test_enter_answers_nothing_and_an_unknown_key_is_named_and_asked_again(tmp_path: Path) -> None:
+    """Enter waits for a key without printing the prompt again; an unknown key is named with the keys to press and
+    the prompt is printed again (a script waiting for it would wait forever otherwise: nu32)."""
     import io
 
     from rich.console import Console
@@ -265,7 +266,7 @@ def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) 
     got = _one_answer(question_for(run, run.steps[1].step_id, 1), Console(file=out, width=200), lambda: next(keys))
     text = out.getvalue()
     assert got == (False, None)
-    assert text.count(PROMPT.split("?")[0]) == 1
+    assert text.count(PROMPT.split("?")[0]) == 2
     assert "'x' is no answer: press y, o, i, n, ?, e or q" in text
 
 
@@ -955,7 +956,7 @@ def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named
 def test_a_key_typed_with_enter_is_that_key_and_a_group_says_how_it_read_an_unoffered_one(tmp_path: Path) -> None:
     """A key arriving with its Enter in one write (a pasted ``y⏎``, a script's line) is that key, not "no
     answer"; at a group's question a wrong-answer key it does not offer is read as "not all", and says so,
-    while an unknown key is asked again (issue 23, nu23)."""
+    while an unknown key is asked again, with the prompt (issue 23, nu23; nu32)."""
     import io
 
     from rich.console import Console
@@ -969,12 +970,11 @@ def test_a_key_typed_with_enter_is_that_key_and_a_group_says_how_it_read_an_unof
     assert got == [(True, None), (False, True), (False, False)]
     group = [run.steps[1].step_id, run.steps[2].step_id]
     shown = io.StringIO()
-    keys = iter(["x\n", "?\n", "o\n"])
+    keys = iter(["x\n", "o\n"])
     assert _group_answer(run, group, 1, Console(file=shown, width=200), lambda: next(keys)) == "no"
     text = " ".join(shown.getvalue().split())
-    assert "'x' is no answer here: press y, n or q" in text and "'o' read as [n] not all" in text
-    # Don't know is asked again, never stored as "not all" (round 50 review).
-    assert "'?' is no answer here: not sure of them is [n]" in text and "'?' read as" not in text
+    assert "'x' is no answer here: press y, n, ? or q" in text and "'o' read as [n] not all" in text
+    assert text.count("[q] quit") == 2
     assert _group_answer(run, group, 1, Console(file=io.StringIO(), width=200), lambda: "y\n") == "yes"
 
 
@@ -1018,3 +1018,52 @@ def test_a_group_question_lists_its_steps_in_run_order_and_cuts_each_value_where
     long_a = {"summary": "x" * 300 + "diet: vegetarian"}
     long_b = {"summary": "x" * 300 + "diet: none"}
     assert "vegetarian" not in _one(long_a) and "vegetarian" in _one(long_a, long_b)
+
+
+def test_every_question_takes_dont_know_and_a_group_asks_each_step_after_it(tmp_path: Path) -> None:
+    """The three-valued oracle's "don't know" (``?``) is an answer at every question: at a group's question it
+    asks each step on its own, as "not all" does, stored as a record that says "don't know", never "not all
+    right" (nu32: a script answering ``?`` there waited forever for a prompt that never came back)."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import GROUP_PROMPT, _group_answer, _one_answer
+    from trajdebug.report.question import question_for
+
+    assert "[?] don't know" in GROUP_PROMPT
+    run = run_demo("bad-sql-filter", path=tmp_path / "d.jsonl", workdir=tmp_path)
+    group = [run.steps[1].step_id, run.steps[2].step_id]
+    assert _group_answer(run, group, 1, Console(file=io.StringIO(), width=200), lambda: "?\n") == "unsure"
+    q = question_for(run, run.steps[1].step_id, 1)
+    assert _one_answer(q, Console(file=io.StringIO(), width=200), lambda: "?") == (None, None)
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    flat = " ".join(_ask_cli(src, "i\n?\n?\nq\n").split())
+    assert "is no answer" not in flat and "question 3: Are all 7 of these right?" in flat
+    assert re.search(r"question 4: tool get_details #\w+ \(step", flat)
+    [record] = [a for a in load_runs(src)[0].answers if a.asked == ASKED_GROUP]
+    assert record.correct is None and (record.reason or "").endswith(": don't know")
+
+
+def test_the_end_of_input_ends_the_session_at_any_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of input ends the session cleanly, at a step's question or a group's: on a pipe (no line left) and
+    on a terminal that closed (a read of nothing), never a loop waiting for a key that cannot come (nu32)."""
+    import sys
+
+    from trajdebug import ask
+
+    src = tmp_path / "flats.jsonl"
+    _record_flats(src)
+    for given in ("", "i\n?\n"):  # ends at the first question; at the group's
+        flat = " ".join(_ask_cli(src, given).split())
+        assert "stopped:" in flat and "ask again to resume" in flat
+
+    class _Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", _Tty())
+    monkeypatch.setattr("click.getchar", lambda: "")
+    with pytest.raises(EOFError):
+        ask.read_key_default()

@@ -70,7 +70,10 @@ def read_key_default() -> str:
     if sys.stdin.isatty():
         import click
 
-        return click.getchar()
+        key = click.getchar()
+        if not key:
+            raise EOFError  # the terminal closed (a read of nothing): no key will come
+        return key
     line = sys.stdin.readline()
     if not line:
         raise EOFError
@@ -168,9 +171,9 @@ def _ask_run(
                     search.answer_group(_all_right(search, log, run, about))
                     given += len(about)
                     continue
-                # "Not all": stored as a record of the question (it judges no step), so a resumed session asks
-                # the step on its own too, numbered as here; its answer is asked next.
-                log.save(search.not_all(about, time.time_ns()))
+                # "Not all" or "don't know": stored as a record of the question (it judges no step), so a resumed
+                # session asks the step on its own too, numbered as here; its answer is asked next.
+                log.save(search.not_all(about, time.time_ns(), unsure=said_all == "unsure"))
                 about = [sid]
             q = question_for(run, sid, before + questions + 1)
             said = _one_answer(q, console, read_key)
@@ -221,10 +224,11 @@ class _Log:
 
 
 GROUP_PROMPT = (
-    "Are all {n} outputs right, what the run needed there?  [y] yes, all {n}  [n] not all, or not sure (ask "
-    "them one by one)  [q] quit"
+    "Are all {n} outputs right, what the run needed there?  [y] yes, all {n}  [n] not all  [?] don't know "
+    "(either: ask them one by one)  [q] quit"
 )
-"""The keys of a question about a group of like steps (`GuidedSearch.group`), ``{n}`` the group's size."""
+"""The keys of a question about a group of like steps (`GuidedSearch.group`), ``{n}`` the group's size: the
+three-valued oracle's yes, no and don't know, as every question takes them."""
 
 
 def group_head(run: Run, group: Sequence[str]) -> str:
@@ -252,7 +256,8 @@ def _group(search: GuidedSearch, sid: str, run: Run, same: ReferenceOracle | Non
 
 def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, read_key: Callable[[], str]) -> str:
     """Show one question about a group of like steps, each step's input and output on a line; ``"yes"`` when a
-    person answers that every output is right, ``"no"`` (ask them one by one) or ``"quit"``."""
+    person answers that every output is right, ``"no"`` (not all, ask them one by one), ``"unsure"`` (don't know:
+    ask them one by one too) or ``"quit"``.  A key it does not take asks again, with the prompt and its keys."""
     steps = run.step_map()
     at = {s.step_id: k for k, s in enumerate(run.steps, 1)}
     console.print()
@@ -268,7 +273,8 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
         console.print(f"  #{short(sid)} (step {at[sid]} of {len(run.steps)})", markup=False, highlight=False)
         console.print(f"    input  {_one(s.input, head.input)}", markup=False, highlight=False)
         console.print(f"    output {_one(s.output, head.output)}", markup=False, highlight=False)
-    console.print(GROUP_PROMPT.format(n=len(group)), markup=False, highlight=False, style="bold")
+    prompt = GROUP_PROMPT.format(n=len(group))
+    console.print(prompt, markup=False, highlight=False, style="bold")
     while True:
         key = _key(read_key)
         if key in ("y", "q"):
@@ -280,12 +286,14 @@ def _group_answer(run: Run, group: Sequence[str], number: int, console: Any, rea
                               highlight=False, style="dim")
             return "no"
         if key == "?":
-            # Don't know is no "not all" (round 50 review): asked again, the prompt's [n] is how to say not sure.
-            console.print("'?' is no answer here: not sure of them is [n] (each step is then asked on its own); "
-                          "press y, n or q", markup=False, highlight=False, style="dim")
-            continue
+            # Don't know, as every question takes it (nu32: a script answering '?' waited forever): no "not all"
+            # (round 50 review), but each step is asked on its own, where it can be answered.
+            return "unsure"
         if key not in ("\r", "\n", "", " "):
-            console.print(f"{key!r} is no answer here: press y, n or q", markup=False, highlight=False, style="dim")
+            # Asked again with the prompt, so a script that waits for it (its keys, "[q] quit") reads it again.
+            console.print(f"{key!r} is no answer here: press y, n, ? or q", markup=False,
+                          highlight=False, style="dim")
+            console.print(prompt, markup=False, highlight=False, style="bold")
 
 
 def _one(value: Any, against: Any = None) -> str:
@@ -394,8 +402,9 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> tuple[bool
             else:
                 console.print("(nothing is folded)", markup=False, highlight=False, style="dim")
             continue
-        console.print(f"{key!r} is no answer: press y, o, i, n, ?, e or q", markup=False, highlight=False, style="dim")
-        prompt = False
+        # Asked again with the prompt (its keys listed), so a script waiting for the prompt reads it again.
+        console.print(f"{key!r} is no answer: press y, o, i, n, ?, e or q", markup=False, highlight=False,
+                      style="dim")
 
 
 class TerminalOracle:

@@ -355,15 +355,17 @@ class GuidedSearch(GuidedState):
             self.answer(a)
         self.asked -= max(0, len(answers) - 1)
 
-    def not_all(self, group: Sequence[str], at_ns: int, by: str = "person") -> Answer:
-        """Record that a group (`group`, its first step the one asked) was answered "not all right, or not
-        sure": one question, which judges no step; its first step is asked on its own next, and no group of
-        its name is offered again.  Returns the record to store (`trajdebug.core.model.ASKED_GROUP`): a search
-        resumed over it asks what this one asks next, and numbers the questions alike."""
+    def not_all(self, group: Sequence[str], at_ns: int, by: str = "person", *, unsure: bool = False) -> Answer:
+        """Record that a group (`group`, its first step the one asked) was answered "not all right" (or, with
+        ``unsure``, "don't know"): one question, which judges no step; its first step is asked on its own next,
+        and no group of its name is offered again.  Returns the record to store
+        (`trajdebug.core.model.ASKED_GROUP`): a search resumed over it asks what this one asks next, and numbers
+        the questions alike."""
         sid = group[0]
         name = self.graph.steps[sid].name
         ids = ", ".join(f"#{g[-6:]}" for g in group)
-        why = f"asked in one question about all {len(group)} {name} steps ({ids}): not all right, or not sure"
+        said = "don't know" if unsure else "not all right"
+        why = f"asked in one question about all {len(group)} {name} steps ({ids}): {said}"
         a = Answer(sid, None, by, at_ns, why, asked=ASKED_GROUP)
         self.answer(a)
         return a

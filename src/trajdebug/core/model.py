@@ -230,7 +230,7 @@ class Answer:
     """What the guided search asked it as, when it asked it: ``question``; ``recheck`` (a step asked again);
     ``audit:<step id>`` (a question testing the proof of that step against inputs the recording may have
     missed, `trajdebug.analysis.GuidedSearch`); ``group`` (`ASKED_GROUP`: not an answer about the step but a
-    question about a group of like steps led by it, answered "not all right, or not sure", so a resumed
+    question about a group of like steps led by it, answered "not all right" or "don't know", so a resumed
     search asks what the live one asked next).  None: not said (volunteered, or stored without it), read as a
     question.  Stored with the answer, so a search resumed over stored answers takes each as it was asked
     whatever answers were taken back before it."""
