@@ -1984,7 +1984,8 @@ class TestRanking:
         assert any("further up" in r for r in chain("region").reasons)
 
     def test_inferred_edge_is_reported_with_its_confidence(self) -> None:
-        """A candidate whose path hangs on an inferred edge says so, with the edge's confidence."""
+        """A candidate whose path hangs on an inferred edge says what that is (found by content, not recorded),
+        which steps it joins by name and id, and the edge's confidence (nu32 finding 8)."""
         run = Run(
             "r",
             "t",
@@ -1997,7 +1998,8 @@ class TestRanking:
         top = localize(run).candidates[0]
         assert top.step_id == "a"
         assert top.inferred == (("a", 0.8),)
-        assert any("inferred edge" in r and "0.80" in r for r in top.reasons)
+        assert "the path follows an inferred edge (found by content, not recorded): llm_a#a's output is in " \
+            "check_f#f's input (confidence 0.80)" in top.reasons
 
     def test_edge_weights_are_tunable(self) -> None:
         """With control edges weighted zero, a step reached only through one carries no blame: it ranks last, weakly."""

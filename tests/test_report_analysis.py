@@ -177,3 +177,13 @@ def test_the_guided_json_words_its_root_as_the_text_does() -> None:
     g = mine.to_dict()["guided"]
     assert (g["certain"], g["standing"], g["proof"]) == (True, "proved", True)
     assert "proved root" in " ".join(analysis_lines(mine, width=400))
+
+
+def test_a_path_names_a_step_whose_name_repeats_in_the_run_with_its_id() -> None:
+    """Where two steps of the run share a name (a profile fetched for each of two customers), the path names each
+    such step with its id, as `show --step` takes it, and a step of a name of its own by name alone (nu32
+    finding 8: "crm_lookup → get_profile → compute_invoice" did not say which customer's steps it meant)."""
+    names = ["get_profile", "compute_invoice", "get_profile", "compute_invoice", "submit"]
+    steps = {f"r7-00000{i}": Step(f"r7-00000{i}", n, "other", start_ns=i, end_ns=i + 1) for i, n in enumerate(names, 1)}
+    cand = Candidate(step_id="r7-000003", score=1.0, reasons=(), path=("r7-000003", "r7-000004", "r7-000005"))
+    assert _path(cand, steps) == "get_profile#000003 → compute_invoice#000004 → submit"

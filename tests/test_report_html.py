@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from trajdebug.analysis import analyze
-from trajdebug.core.model import Run
+from trajdebug.core.model import ErrorInfo, Run
 from trajdebug.demo import run_demo
 from trajdebug.report.html import embed_json, report_data, report_html, write_report
 from trajdebug.store import Store
@@ -285,16 +285,20 @@ def test_the_graph_zooms_with_the_wheel_and_pans_by_dragging_the_background(page
     assert page.errors == []
 
 
-def test_a_candidates_extra_fields_read_as_one_line_and_an_empty_one_is_hidden(page: Any, demo_report: tuple[Path, Any]) -> None:
-    """The demo's top candidate has signals (a list of names) and no confidence (null): the card shows
-    "signals: lineage:dropped" on one line, not a collapsible tree, and no "confidence: null"."""
+def test_a_candidates_signals_are_said_in_words_and_no_bare_field_is_shown(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """The demo's top candidate has signals (a list of names) and no confidence (null): the card says them in
+    words with the legend they are listed in ("dropped (traced from the failure's values)", docs/analysis.md
+    "Signals"), never the bare "signals: lineage:dropped" (nu32 finding 8), nor "label:" (its head names it),
+    nor "confidence: null"."""
     path, analysis = demo_report
     top = analysis.to_dict()["root_causes"][0]
-    assert top["confidence"] is None and top["signals"]  # what the card is given
+    assert top["confidence"] is None and top["signals"] == ["lineage:dropped"]  # what the card is given
     _open(page, path)
-    extra = page.locator(".cause").first.locator(".c-extra").inner_text()
-    assert "signals: " + ", ".join(top["signals"]) in extra
-    assert "confidence" not in extra and "null" not in extra and "items" not in extra
+    card = page.locator(".cause").first
+    said = card.locator(".c-signals").inner_text()
+    assert "dropped (traced from the failure's values)" in said and 'docs/analysis.md, "Signals"' in said
+    assert "signals:" not in card.inner_text() and "label:" not in card.inner_text()
+    assert "null" not in card.inner_text() and card.locator(".c-extra").count() == 0
     assert page.errors == []
 
 
@@ -392,3 +396,31 @@ def test_a_hand_ranked_report_shows_no_verdict_and_says_it_compared_with_no_run(
     _open(page, path)
     assert page.locator("#run-verdict").count() == 0
     assert "no passing run of this agent" in page.locator("#run-compared").text_content()
+
+
+def test_a_cards_path_names_a_step_whose_name_repeats_with_its_id(page: Any, tmp_path: Path) -> None:
+    """A card's path names a step with its id where another step of the run has its name (two get_profile
+    calls: which one the path goes through), and a step with a name of its own by name alone; its inferred
+    edges say what they are in words (nu32 finding 8)."""
+    from trajdebug.core.model import Dependency, Step
+
+    inferred = Dependency("p2", kind="data", origin="inferred", confidence=0.9)
+    run = Run(
+        "r-prof",
+        "invoices",
+        steps=(
+            Step("p1", "get_profile", kind="tool", input={"id": "CU-1042"}, output={"vat": "DE1"}, start_ns=1, end_ns=2),
+            Step("p2", "get_profile", kind="tool", input={"id": "CU-1047"}, output={"vat": "DE1"}, start_ns=3, end_ns=4),
+            Step("s3", "submit", kind="tool", input={"vat": "DE1", "id": "CU-1047"}, status="error",
+                 error=ErrorInfo("ValueError", "VAT DE1 is not CU-1047's"), start_ns=5, end_ns=6, deps=(inferred,)),
+        ),
+        outcome="failure",
+    )
+    analysis = analyze(run, model=None)
+    top = next(c for c in analysis.root_causes if c.path[:1] == ("p2",))
+    path = write_report(tmp_path / "report.html", analysis)
+    _open(page, path)
+    card = page.locator(".cause").nth(analysis.root_causes.index(top))
+    assert card.locator(".c-path").inner_text() == "path: get_profile#p2 → submit"
+    assert "found by content and not recorded" in card.inner_text()
+    assert page.errors == []

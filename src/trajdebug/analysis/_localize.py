@@ -331,6 +331,11 @@ class Ranked(Sequence[Candidate]):
         return (tuple, (tuple(self),))
 
 
+def _named(step: Any) -> str:
+    """A step as the reports label it, ``name#`` and the last six characters of its id (`show --step` takes it)."""
+    return f"{step.name}#{step.step_id[-6:]}"
+
+
 def _candidate(r: Ranking, sid: str) -> Candidate:
     """A ranked step as a candidate: its score, reasons, path, signals and features."""
     v = r.verdict(sid)
@@ -374,8 +379,13 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
     if not reasons or all(r.startswith("reaches the failure") for r in reasons):
         reasons.insert(0, f"{NO_EVIDENCE}: ranked by its place in the failure's backward slice")
     for step_id, conf in inferred:
+        # Said as what it is, with the ids (two steps may share a name): an edge found by content, which the
+        # confidence grades (1.00: the output is there whole), not a weak link (nu32 finding 8).
+        at = path.index(step_id) if step_id in path else -1
+        into = f" is in {_named(r.g.steps[path[at + 1]])}'s input" if 0 <= at < len(path) - 1 else ""
         reasons.append(
-            f"the path hangs on an inferred edge from {r.g.steps[step_id].name} (confidence {conf:.2f})"
+            f"the path follows an inferred edge (found by content, not recorded): {_named(r.g.steps[step_id])}'s "
+            f"output{into} (confidence {conf:.2f})"
         )
     signals = tuple(dict.fromkeys(e.diagnoser for e in v.evidence if not e.sound and e.suspicion > 0))
     if sid in r.thin:

@@ -39,10 +39,23 @@ a longer path names its first three and last four steps and counts the rest (the
 
 
 def _path(c: Candidate, steps: Mapping[str, Step]) -> str:
-    names = [steps[s].name if s in steps else short(s) for s in c.path]
+    """The candidate's path by step name, with the id (``name#123abc``) of a step whose name another step of the
+    run shares, so that a path through one of two ``get_profile`` calls says which (nu32 finding 8)."""
+    shared = _shared_names(steps)
+    names = [(_label(steps[s], s) if steps[s].name in shared else steps[s].name) if s in steps else short(s)
+             for s in c.path]
     if len(names) > PATH_SHOWN:
         names = [*names[:3], f"… {len(names) - 7} more …", *names[-4:]]
     return " → ".join(names)
+
+
+def _shared_names(steps: Mapping[str, Step]) -> frozenset[str]:
+    """The step names more than one step of ``steps`` carries."""
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for step in steps.values():
+        (shared if step.name in seen else seen).add(step.name)
+    return frozenset(shared)
 
 
 def _seconds(s: float) -> str:

@@ -41,7 +41,26 @@ function buildHeader(host) {
   if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
 }
 
-const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence", "share", "standing"]);
+const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "label", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "signals", "confidence", "share", "standing"]);
+// The step names more than one step of the run carries (a path names such a step with its id).
+const SHARED_NAMES = (() => {
+  const seen = new Set(), shared = new Set();
+  for (const s of RUN.steps) (seen.has(s.name) ? shared : seen).add(s.name);
+  return shared;
+})();
+// A signal's family in words (docs/analysis.md, "Signals", lists each name).
+const SIGNAL_FAMILIES = {
+  "lineage": "traced from the failure's values",
+  "reference": "compared with passing runs",
+  "judge": "the model on top's verdict",
+  "unfilled-handle": "a placeholder left unfilled",
+};
+function signalWords(name) {
+  const fam = name.split(":")[0];
+  const words = SIGNAL_FAMILIES[fam] || "a rule about this step's own input and output";
+  const what = name.includes(":") ? name.slice(fam.length + 1).replace(/[-_]/g, " ") : name.replace(/[-_]/g, " ");
+  return what + " (" + words + ")";
+}
 
 // A candidate the answers placed (analysis `standing`): its tag in place of the ranking's and of its confidence,
 // as `trajdebug analyze` prints it (nu25 F10: a proved root read "structural root, confidence 1%").
@@ -112,8 +131,13 @@ function buildCauses(host) {
     const v = verdictOf(c.step_id);
     if (v) item.appendChild(el("div", { class: "verdict v-" + v.status }, v.status + (v.reason ? ": " + oneLine(v.reason, 240) : "")));
     if (c.reasons && c.reasons.length) item.appendChild(el("ul", { class: "reasons" }, ...c.reasons.map((r) => el("li", {}, r))));
-    if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => (STEPS.get(p) || { name: "?" }).name).join(" → ")));
-    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + (typeof x.confidence === "number" ? " (" + x.confidence.toFixed(2) + ")" : "")).join(", ")));
+    // A step whose name another step shares is named with its id, so a path through one of two like calls says
+    // which (nu32 finding 8).
+    if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => STEPS.has(p) && SHARED_NAMES.has(STEPS.get(p).name) ? label(p) : (STEPS.get(p) || { name: "?" }).name).join(" → ")));
+    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "follows inferred edges, found by content and not recorded; a confidence grades the match, 1.00 a value found whole: " + c.inferred.map((x) => label(x.step_id) + (typeof x.confidence === "number" ? " (confidence " + x.confidence.toFixed(2) + ")" : "")).join(", ")));
+    // Signals are the kinds of evidence behind it, by the names docs/analysis.md ("Signals") lists: said in words
+    // by their family, the name kept beside it.
+    if (c.signals && c.signals.length) item.appendChild(el("div", { class: "note c-signals" }, "kinds of evidence (docs/analysis.md, \"Signals\"): " + c.signals.map((x) => signalWords(String(x))).join("; ")));
     // Fields the analysis gains later, shown generically; an empty one (null, []) says nothing, and a
     // list of plain values reads as one line ("signals: lineage:dropped, rare") rather than a tree.
     const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k) && c[k] !== null && c[k] !== undefined && !(Array.isArray(c[k]) && !c[k].length));
