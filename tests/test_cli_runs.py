@@ -277,8 +277,9 @@ def test_show_marks_a_recorded_cancellation_as_interrupted(tmp_path: Path) -> No
 def _tool_loop_run() -> trajdebug.Run:
     """An OpenAI-style tool loop: the tool's result goes back to the model as JSON text in ``messages`` (no
     tracked edge), and the model's answer names a customer the tool never listed."""
-    from trajdebug.core.model import Run
     from tests.builders import step
+
+    from trajdebug.core.model import Run
 
     tickets = '{"tickets": [{"id": "T-1001", "customer": "Okafor"}, {"id": "T-1003", "customer": "Brennan"}]}'
     steps = (
