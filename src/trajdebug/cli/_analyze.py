@@ -59,8 +59,10 @@ a passing run of the same input, --judge, expectations.
 With --ask, you answer: one step at a time (its input, its output and the
 steps that produced its input), is its output correct?  Keys y / o (wrong,
 its own fault) / i (wrong, it was given a wrong input) / n (wrong) / ?
-(don't know) / e (expand) / q (stop).  Each answer is stored with the run as it is
-given, with what the oracles above answered; a second --ask resumes
+(don't know) / e (expand) / q (stop); a question about a group of like steps
+takes y (all right) / n (not all) / ? (don't know) / q, n and ? asking each
+step on its own.  A key not taken asks again; the end of input stops, as q
+does.  Each answer is stored with the run as it is given, with what the oracles above answered; a second --ask resumes
 (docs/analysis.md, "Asking").
 Answers are appended to SOURCE itself (a foreign trace's to SOURCE.answers.jsonl); its runs read as before (copy SOURCE first to keep the file as recorded).
 
