@@ -1067,3 +1067,10 @@ def test_the_end_of_input_ends_the_session_at_any_question(tmp_path: Path, monke
     monkeypatch.setattr("click.getchar", lambda: "")
     with pytest.raises(EOFError):
         ask.read_key_default()
+
+    def hung_up() -> str:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("click.getchar", hung_up)
+    with pytest.raises(EOFError):
+        ask.read_key_default()

@@ -65,12 +65,15 @@ def read_key_default() -> str:
 
     Raises:
         KeyboardInterrupt: Ctrl-C.
-        EOFError: stdin ended.
+        EOFError: stdin ended (a pipe with no line left, a terminal that closed or hung up, Ctrl-D).
     """
     if sys.stdin.isatty():
         import click
 
-        key = click.getchar()
+        try:
+            key = click.getchar()
+        except OSError as e:  # the terminal went away (EIO on a hung-up pseudo-terminal)
+            raise EOFError from e
         if not key:
             raise EOFError  # the terminal closed (a read of nothing): no key will come
         return key
