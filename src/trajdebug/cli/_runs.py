@@ -304,7 +304,7 @@ def _show_steps(
     if analyzed is not None:
         holding = list({id(r): r for r, _ in picked}.values())
         by_id = {id(old): new for old, new in zip(holding, analyzed(holding), strict=True)}
-        picked = [(by_id[id(r)], next(t for t in by_id[id(r)].steps if t.step_id == s.step_id)) for r, s in picked]
+        picked = [(by_id[id(r)], by_id[id(r)].step_map().get(s.step_id, s)) for r, s in picked]
     if as_json:
         emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
         return
