@@ -309,3 +309,23 @@ def test_show_step_lists_the_inferred_edges_analyze_uses_and_no_infer_hides_them
     assert [d["step_id"] for d in plain["deps"]] == ["s1"]
     [full] = json.loads(invoke("show", str(path), "--step", "call_model", "--json", "--infer"))["steps"]
     assert "s2" in [d["step_id"] for d in full["deps"]]
+
+
+def test_show_step_shows_the_recorded_step_when_the_analysis_cannot_read_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the analysis that adds the inferred edges raises, `show --step` still prints the step as recorded and says on
+    stderr, in one line, that the inferred edges are not shown."""
+    import trajdebug.analysis as analysis_pkg
+
+    path = tmp_path / "loop.jsonl"
+    write_jsonl([_tool_loop_run()], path)
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise RuntimeError("cannot read this run")
+
+    monkeypatch.setattr(analysis_pkg, "analyze", broken)
+    result = CliRunner().invoke(cli, ["show", str(path), "--step", "call_model"])
+    assert result.exit_code == 0, result.output
+    assert "← receive#s1" in result.stdout and "list_tickets#s2 (data, inferred" not in result.stdout
+    assert "inferred edges not shown (RuntimeError: cannot read this run)" in result.stderr

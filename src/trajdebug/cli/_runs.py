@@ -303,8 +303,13 @@ def _show_steps(
         raise click.ClickException(f"no step {selector!r} in {where} (try a step name or the digits after #)")
     if analyzed is not None:
         holding = list({id(r): r for r, _ in picked}.values())
-        by_id = {id(old): new for old, new in zip(holding, analyzed(holding), strict=True)}
-        picked = [(by_id[id(r)], by_id[id(r)].step_map().get(s.step_id, s)) for r, s in picked]
+        try:
+            by_id = {id(old): new for old, new in zip(holding, analyzed(holding), strict=True)}
+        except Exception as exc:  # noqa: BLE001 - show what was recorded rather than nothing
+            # The inferred edges are an addition; a run the analysis cannot read is still shown as recorded.
+            click.echo(f"trajdebug: inferred edges not shown ({type(exc).__name__}: {exc})", err=True)
+        else:
+            picked = [(by_id[id(r)], by_id[id(r)].step_map().get(s.step_id, s)) for r, s in picked]
     if as_json:
         emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
         return
