@@ -644,3 +644,78 @@ def test_a_blocked_choice_still_shares_the_branch_mark() -> None:
     marked = [c for c in picks if any(SPEAKS in r for r in c.reasons)]
     assert len(picks) == 2 and len(marked) == 1
     assert marked[0].features["thin"] == pytest.approx(DEFAULT_WEIGHTS["origin_chosen"] / 2**0.5)
+
+
+def test_a_reused_router_choosing_after_its_loop_exited_keeps_its_mark() -> None:
+    """Review rev58p (probe q6): one function is the page loop's way back at ``fetch_page`` and, after that loop
+    exited, the (wrong) branch at ``triage_step``: the second choice is its own and takes the mark."""
+    from langgraph.graph import END, StateGraph
+
+    def route(state: Ticket) -> str:
+        if state.get("ticket") is None:
+            return "fetch_page" if state["page"] < 2 else "triage_step"
+        return "urgent_repair"  # the fault
+
+    def close_ticket(state: Ticket) -> dict[str, Any]:
+        raise ValueError(f"ticket {state['ticket']}: a minor scuff was sent for urgent repair")
+
+    graph = StateGraph(Ticket)
+    graph.add_node("fetch_page", lambda s: {"page": s.get("page", 0) + 1})
+    graph.add_node("triage_step", lambda s: {"ticket": "T-3"})
+    graph.add_node("urgent_repair", lambda s: {"action": "dispatch crew"})
+    graph.add_node("routine_repair", lambda s: {"action": "schedule visit"})
+    graph.add_node("close_ticket", close_ticket)
+    graph.set_entry_point("fetch_page")
+    graph.add_conditional_edges("fetch_page", route, {"fetch_page": "fetch_page", "triage_step": "triage_step"})
+    graph.add_conditional_edges("triage_step", route, {"urgent_repair": "urgent_repair", "routine_repair": "routine_repair"})
+    graph.add_edge("urgent_repair", "close_ticket")
+    graph.add_edge("routine_repair", "close_ticket")
+    graph.add_edge("close_ticket", END)
+    run = _failed(graph, {})
+    a = analyze(run, top=10)
+    best = a.root_causes[0]
+    assert a.run.step(best.step_id).name == "route"
+    assert a.run.step(a.run.step(best.step_id).parent_id or "").name == "triage_step"
+    assert any(SPEAKS in r for r in best.reasons)
+
+
+class Squash(TypedDict, total=False):
+    subs: list[str]
+    i: int
+    kind: str
+    table: list[str]
+
+
+def test_no_mark_for_a_loop_routers_exit_from_its_other_node() -> None:
+    """``more`` routes back from both ``record_match`` and ``record_walkover``; the last submission is a walkover,
+    so its exit to ``ladder`` is taken at the node it never went back from: still the loop's exit, no branch."""
+    from langgraph.graph import END, StateGraph
+
+    def next_sub(state: Squash) -> dict[str, Any]:
+        i = state.get("i", -1) + 1
+        return {"i": i, "kind": state["subs"][i]}
+
+    def route_result(state: Squash) -> str:
+        return "record_walkover" if state["kind"] == "w/o" else "record_match"
+
+    def more(state: Squash) -> str:
+        return "next_sub" if state["i"] + 1 < len(state["subs"]) else "ladder"
+
+    def validate(state: Squash) -> dict[str, Any]:
+        raise ValueError("the ladder is out of order after the round")
+
+    graph = StateGraph(Squash)
+    graph.add_node("next_sub", next_sub)
+    graph.add_node("record_match", lambda s: {"table": [*s.get("table", []), "match"]})
+    graph.add_node("record_walkover", lambda s: {"table": [*s.get("table", []), "walkover"]})
+    graph.add_node("ladder", lambda s: {"table": sorted(s.get("table", []))})
+    graph.add_node("validate", validate)
+    graph.set_entry_point("next_sub")
+    graph.add_conditional_edges("next_sub", route_result, {"record_match": "record_match", "record_walkover": "record_walkover"})
+    graph.add_conditional_edges("record_match", more, {"next_sub": "next_sub", "ladder": "ladder"})
+    graph.add_conditional_edges("record_walkover", more, {"next_sub": "next_sub", "ladder": "ladder"})
+    graph.add_edge("ladder", "validate")
+    graph.add_edge("validate", END)
+    run = _failed(graph, {"subs": ["3-1", "3-0", "w/o"]})
+    assert [s.output for s in run.steps if s.name == "more"] == ["next_sub", "next_sub", "ladder"]
+    assert not any(SPEAKS in r for r in _reasons(run, "more"))

@@ -110,11 +110,11 @@ class Ranking:
         self.symptoms: set[str] = set()
         self.elsewhere: dict[str, str] = {}
         self.yardstick: dict[str, tuple[str, float]] = {}
+        """Later side of a comparison -> (the earlier side's step, its finding's full strength) (`yardsticks`)."""
         self.chosen: set[str] = set()
         """Routers marked for a branch the failure speaks of (`_spoken._spoken_choices`), a ``thin`` mark's kin."""
         self.focused: set[str] = set()
         """Steps with any other ``thin`` mark."""
-        """Later side of a comparison -> (the earlier side's step, its finding's full strength) (`yardsticks`)."""
         self.good = _verified_good(run)
         self.lexicon = lexicon
         self.ids: list[str] = []

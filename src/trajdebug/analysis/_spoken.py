@@ -205,7 +205,7 @@ def _spoken_choices(
     failure is about that value, made downstream (a right ``express_ship`` before a cover step's ``cover=none``,
     "express shipments need cover, this one has none").  A chooser that some time went back (its loop's exit or
     next pass: a ``more`` choosing ``route_fixture`` again, then ``markers``) decides how often a loop runs, no
-    branch between alternatives (`_loop_choosers`): none of its choices joins.
+    branch between alternatives: none of its choices joins until that loop has exited (`_loop_choosers`).
     """
     own = {sl.lexicon.singular(w) for w in _field_words(where, sl.lexicon)}
     first: dict[str, int] = {}
@@ -215,7 +215,7 @@ def _spoken_choices(
     after: set[str] = set()
     if made:
         return []
-    loops = _loop_choosers(sl, first)
+    loops, exits = _loop_choosers(sl, first)
     for sid in sorted(within, key=sl.g.position):
         if sl.g.position(sid) >= pos:
             continue
@@ -227,7 +227,7 @@ def _spoken_choices(
             if name != chosen.name or d.step_id not in within or sl.g.steps[d.step_id].kind in CONTAINER_KINDS:
                 continue
             home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
-            if first[name] <= first[home] or sl.g.steps[d.step_id].name in {c for c, _ in loops}:
+            if first[name] <= first[home] or _in_loop(sl, d.step_id, home, loops, exits):
                 continue  # a loop's way back (its next pass, or its first node again), or its exit
             words = {sl.lexicon.singular(w) for w in _field_words(name, sl.lexicon)}
             # A chooser given a word of the name (a model's ``queue: planned`` before ``planned_works``) passed on
@@ -262,18 +262,37 @@ def _handed_label(sl: Slice, chooser: str, said: set[str], within: set[str]) -> 
     return False
 
 
-def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> set[tuple[str, str]]:
-    """The choosers (by their own name and their node's; the caller reads the name alone, so a function routing
-    several nodes counts as one) that some time chose a step first run before their node
-    did: a loop's way back, so their other choices are its exit or next pass."""
+def _loop_choosers(sl: Slice, first: Mapping[str, int]) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """The choosers (by their own name and their node's) that some time chose a step first run before their node
+    did: a loop's way back, so their other choices are its exit or next pass; and per function of them, the
+    position of its last exit from such a node (a choice there of a step first run after it).  The caller reads
+    a function's choices at its other nodes (``more`` routing both ``record_match`` and ``record_walkover``) as
+    the loop's until that exit; after it, the function routes anew (review rev58p: keyed by the function alone,
+    a reused router's real choices were silenced)."""
     out: set[tuple[str, str]] = set()
+    choices: list[tuple[str, str, str, str]] = []
     for sid, s in sl.g.steps.items():
         for d in sl.g.parents(sid):
             if d.kind == "control" and d.key == CHOSE_KEY + s.name:
                 home = sl.g.steps[sl.g.parent(d.step_id) or d.step_id].name
+                fn = sl.g.steps[d.step_id].name
+                choices.append((fn, home, s.name, d.step_id))
                 if first[s.name] <= first[home]:
-                    out.add((sl.g.steps[d.step_id].name, home))
-    return out
+                    out.add((fn, home))
+    exits: dict[str, int] = {}
+    for fn, home, name, chooser in choices:
+        if (fn, home) in out and first[name] > first[home]:
+            exits[fn] = max(exits.get(fn, -1), sl.g.position(chooser))
+    return out, exits
+
+
+def _in_loop(sl: Slice, chooser: str, home: str, loops: set[tuple[str, str]], exits: Mapping[str, int]) -> bool:
+    """Whether a choice is a loop's (`_loop_choosers`): its function went back from this node, or from another
+    and had not yet exited that loop (an exit never seen: all its choices are the loop's)."""
+    fn = sl.g.steps[chooser].name
+    if (fn, home) in loops:
+        return True
+    return any(c == fn for c, _ in loops) and sl.g.position(chooser) <= exits.get(fn, math.inf)
 
 
 def _made_after(
@@ -305,18 +324,6 @@ def _made_after(
                 return True
             if 3 <= len(label) <= 30 and label.isalpha() and sl.lexicon.singular(label) in said:
                 return True
-    return False
-
-
-def _inside(sl: Slice, sid: str, outer: str) -> bool:
-    """Whether a step is ``outer`` or runs inside it (its parent, or its parent's, up to 12 levels)."""
-    at: str | None = sid
-    for _ in range(12):
-        if at is None:
-            return False
-        if at == outer:
-            return True
-        at = sl.g.parent(at)
     return False
 
 
