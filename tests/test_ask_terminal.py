@@ -497,6 +497,8 @@ def _record_invoice(path: Path) -> None:
 
 _QUESTION = re.compile(r"question \d+: (?:Are all \d+ of these right\? )?\S+ (\S+) #(\w{6})")
 """A question's step name and (first) short id; a group of like steps says its count first."""
+_GROUP = re.compile(r"question \d+: Are all \d+ of these right\? \S+ \S+ ((?:#\w{6}(?:, )?)+)")
+"""A group question's short ids, every one (a truthful answerer says "all right" only if each is right)."""
 _DOWNSTREAM = ("save_draft", "write_email", "send_invoice")
 
 
@@ -629,10 +631,18 @@ def _session(path: Path, truth: dict[str, str], strategy: str = "prior", **extra
     shown = io.StringIO()
     asked: list[str] = []
 
+    def key(name: str, short_id: str) -> str:
+        return truth.get(nth[short_id], truth.get(name, truth.get("*", "y")))
+
     def read_key() -> str:
         name, short_id = _QUESTION.findall(shown.getvalue())[-1]
         asked.append(short_id)
-        return truth.get(nth[short_id], truth.get(name, truth.get("*", "y")))
+        last = shown.getvalue().rsplit("question ", 1)[-1]
+        group = _GROUP.match("question " + last)
+        if group:  # "all right?" of a group: yes only if every step it lists is right (not the first one's answer)
+            ids = re.findall(r"#(\w{6})", group.group(1))
+            return "y" if all(key(name, i) == "y" for i in ids) else "n"
+        return key(name, short_id)
 
     res = analyze_source(path, strategy=strategy, **extra)  # type: ignore[arg-type]
     out = ask_in_terminal(path, res.analyses, Console(file=shown, width=400), read_key=read_key, strategy=strategy)
