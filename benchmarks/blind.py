@@ -14,7 +14,8 @@ exactly as ``trajdebug analyze SOURCE --run ID`` runs it, in two settings: the
 failed run alone, and with its agent's passing runs in the same source.  The
 truth step is found by name and occurrence in the failed run as recorded; a
 case counts as *on the dependency path* when the truth step lies in the
-failing step's backward slice over the edges the analysis used.
+failing step's backward slice over the edges the analysis used.  Two more settings on request (``--settings``,
+`SAME_INPUT_SETTINGS`) add each case's control run, the same input passing, as ``refs``.
 
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
@@ -115,7 +116,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,6 +280,22 @@ WHY_MISSED = {
 held-out ones): the explanation the section prints beside the weakest held-out kinds."""
 
 SETTINGS = ("alone", "with_refs")
+"""The two settings every measure scores (the section's, the held-out score's)."""
+
+SAME_INPUT_SETTINGS = ("same", "all")
+"""Two more settings, scored on request (``--settings``): the failed run with its control run, the same input
+with the fault switched off, which passes (``same``: ``failed.*`` and ``control.*``), and with the other inputs'
+passing runs too (``all``: ``with_refs.*`` and ``control.*``).  The control run joins as `trajdebug.analyze_source`'s
+``refs`` (``trajdebug analyze SOURCE --refs control.jsonl``): a passing run of the same input, which the analysis
+compares value for value.  Every development suite's cases carry one (the writers checked each fault with it)."""
+
+SOURCES = {
+    "alone": ("failed", None),
+    "with_refs": ("with_refs", None),
+    "same": ("failed", "control"),
+    "all": ("with_refs", "control"),
+}
+"""Per setting, the case's source file (stem) and the one its references come from too (None: none)."""
 
 
 @dataclass(slots=True)
@@ -407,7 +424,8 @@ def _on_path(a: Analysis, sid: str) -> bool:
 def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str | None = None) -> CaseResult:
     """Analyze one case in one setting and place its truth step in the ranking (``model``: the learned
     ranker's, `trajdebug.analysis.learned`, with the analysis's verdict kept in ``verdict``)."""
-    src = _source(case_dir, "failed" if setting == "alone" else "with_refs")
+    stem, ref = SOURCES[setting]
+    src = _source(case_dir, stem)
     base = {
         "case_id": truth["case_id"],
         "agent": truth.get("agent", "?"),
@@ -417,7 +435,8 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str |
     }
     t0 = time.perf_counter()
     try:
-        res = analyze_source(src, truth["failed_run_id"], top=5, model=model)
+        refs = () if ref is None else _source(case_dir, ref)
+        res = analyze_source(src, truth["failed_run_id"], top=5, model=model, refs=refs)
     except Exception as exc:  # noqa: BLE001 - one broken case is reported, not fatal
         return CaseResult(**base, rank=None, on_path=False, truth="?", error=f"{type(exc).__name__}: {exc}")
     dt = time.perf_counter() - t0
@@ -443,8 +462,10 @@ def run_blind(
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = print,
+    settings: Sequence[str] = SETTINGS,
 ) -> dict[str, list[CaseResult]]:
-    """Generate and score the suites; results per suite."""
+    """Generate and score the suites in ``settings`` (`SETTINGS`, and any of `SAME_INPUT_SETTINGS`); results per
+    suite."""
     import tempfile
 
     out = workdir or Path(tempfile.mkdtemp(prefix="trajdebug-blind-"))
@@ -459,7 +480,7 @@ def run_blind(
             continue
         rows = []
         for truth in _cases(root):
-            for setting in SETTINGS:
+            for setting in settings:
                 rows.append(score_case(root / truth["case_id"], truth, setting))
         results[suite] = rows
         progress(f"{suite}: {summary(rows)}")
@@ -471,7 +492,7 @@ def run_blind(
 def metrics(rows: list[CaseResult]) -> dict[str, Any]:
     """Top-1, top-3, ranked at all, ranked among on-path cases, per setting."""
     out: dict[str, Any] = {}
-    for setting in SETTINGS:
+    for setting in (*SETTINGS, *SAME_INPUT_SETTINGS):
         rs = [r for r in rows if r.setting == setting]
         if not rs:
             continue
@@ -660,8 +681,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path)
     p.add_argument("--misses", action="store_true", help="list the misses (development suites only)")
     p.add_argument("--by", default="fault_kind", choices=("fault_kind", "route", "agent"))
+    p.add_argument(
+        "--settings",
+        default=",".join(SETTINGS),
+        help="comma-separated settings to score: alone, with_refs, same (the failed run with its control run, "
+        "the same input passing), all (with_refs with the control run)",
+    )
     a = p.parse_args(argv)
-    res = run_blind(a.suites, workdir=a.workdir)
+    settings = tuple(s.strip() for s in a.settings.split(",") if s.strip())
+    unknown = [s for s in settings if s not in SOURCES]
+    if unknown:
+        p.error(f"unknown setting(s) {', '.join(unknown)}: choose among {', '.join(SOURCES)}")
+    res = run_blind(a.suites, workdir=a.workdir, settings=settings)
     missing = [s for s in a.suites if s not in res]
     for suite, rows in res.items():
         print(f"\n== {suite} ({STATUS.get(suite, '?')}): {summary(rows)}")

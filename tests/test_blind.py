@@ -16,7 +16,18 @@ from trajdebug.cli import cli
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.blind import _cases, _source, generate, metrics, score_case, truth_step  # noqa: E402
+from benchmarks.blind import (  # noqa: E402
+    SAME_INPUT_SETTINGS,
+    _cases,
+    _source,
+    generate,
+    main,
+    metrics,
+    run_blind,
+    score_case,
+    summary,
+    truth_step,
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +47,34 @@ def test_every_case_finds_its_truth_step_and_is_scored(dev_suite: Path) -> None:
     m = metrics(rows)
     assert m["alone"]["cases"] == m["with_refs"]["cases"] >= 30
     assert m["alone"]["ranked"] == m["with_refs"]["ranked"] == 1.0
+
+
+def test_the_same_input_settings_add_the_control_run_as_a_passing_run_of_the_same_input(dev_suite: Path) -> None:
+    """``same`` scores the failed run with its control run (the same input, the fault off: it passes) and ``all``
+    the with_refs source with it, the control joined as ``refs``: the analysis compares with it as a run of the
+    same input, beside the other inputs' runs in ``all``."""
+    rows = []
+    for truth in _cases(dev_suite)[::4]:
+        case = dev_suite / truth["case_id"]
+        for setting in SAME_INPUT_SETTINGS:
+            r = score_case(case, truth, setting)
+            assert r.error is None and r.rank is not None, (truth["case_id"], setting, r.error)
+            rows.append(r)
+        for stem, others in (("failed", False), ("with_refs", True)):
+            [a] = analyze_source(_source(case, stem), truth["failed_run_id"], refs=_source(case, "control")).analyses
+            assert len(a.same_input) == 1 and (len(a.references) > 1) is others
+    m = metrics(rows)
+    assert list(m) == ["same", "all"] and m["same"]["cases"] == m["all"]["cases"] >= 8
+    assert summary(rows).startswith("same: top-1 ")
+
+
+def test_the_settings_scored_are_chosen_and_an_unknown_one_is_refused(dev_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The section's two settings by default; ``--settings`` names others; a misspelt one is an error naming the choices."""
+    res = run_blind(["suite_dev"], workdir=dev_suite.parent, progress=lambda _: None, settings=("same",))
+    assert {r.setting for r in res["suite_dev"]} == {"same"}
+    with pytest.raises(SystemExit):
+        main(["suite_dev", "--workdir", str(dev_suite.parent), "--settings", "alone,sme"])
+    assert "unknown setting(s) sme: choose among alone, with_refs, same, all" in capsys.readouterr().err
 
 
 def test_the_cli_and_the_library_give_the_same_analysis(dev_suite: Path) -> None:
