@@ -105,7 +105,10 @@ suites since).  ``suite_zzzn`` and ``suite_zzzo`` (written blind and frozen
 at 01:09 and 01:11 UTC, before any change of the round merged, scored once held out at 02:31 UTC on 472e229f, the round's
 final analysis: development suites since).  ``suite_zzzp`` and ``suite_zzzq`` (written blind and frozen
 at 02:40 and 02:37 UTC, scored once held out at 04:00 UTC on ed5d96ab, the last round's final analysis: development
-suites since).  ``suite_zzzr`` and ``suite_zzzs`` (written blind this round) are held out
+suites since).  ``suite_zzzr`` and ``suite_zzzs`` (written blind and frozen
+at 04:10 and 04:16 UTC, before any change of the round merged, scored once held out at 06:01 UTC on e2dede29, the
+round's final analysis: development suites since).  ``suite_zzzt`` and ``suite_zzzu`` (written blind at the round's
+end: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -129,8 +132,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzs": "held out (written blind on 2026-12-07 in round 59; not yet scored: the next measure, with suite_zzzr)",
-    "suite_zzzr": "held out (written blind on 2026-12-07 in round 59; not yet scored: the next measure, with suite_zzzs)",
+    "suite_zzzu": "held out (written blind on 2026-12-07 at the end of round 59; not yet scored: the next round's first measure, with suite_zzzt)",
+    "suite_zzzt": "held out (written blind on 2026-12-07 at the end of round 59; not yet scored: the next round's first measure, with suite_zzzu)",
+    "suite_zzzs": "development (scored once held out on 2026-12-07 at 06:02 UTC on e2dede29; its misses not yet studied)",
+    "suite_zzzr": "development (scored once held out on 2026-12-07 at 06:01 UTC on e2dede29; its misses not yet studied)",
     "suite_zzzq": "development (scored once held out on 2026-12-07 at 04:00 UTC on ed5d96ab; its misses not yet studied)",
     "suite_zzzp": "development (scored once held out on 2026-12-07 at 04:00 UTC on ed5d96ab; its misses not yet studied)",
     "suite_zzzo": "development (scored once held out on 2026-12-07 at 02:31 UTC on 472e229f; its misses not yet studied)",
