@@ -38,10 +38,12 @@ PATH_SHOWN = 8
 a longer path names its first three and last four steps and counts the rest (the report's graph shows all)."""
 
 
-def _path(c: Candidate, steps: Mapping[str, Step]) -> str:
+def _path(c: Candidate, steps: Mapping[str, Step], shared: frozenset[str] | None = None) -> str:
     """The candidate's path by step name, with the id (``name#123abc``) of a step whose name another step of the
-    run shares, so that a path through one of two ``get_profile`` calls says which (nu32 finding 8)."""
-    shared = _shared_names(steps)
+    run shares (``shared``, `_shared_names` of ``steps`` when not given), so that a path through one of two
+    ``get_profile`` calls says which (nu32 finding 8)."""
+    if shared is None:
+        shared = _shared_names(steps)
     names = [(_label(steps[s], s) if steps[s].name in shared else steps[s].name) if s in steps else short(s)
              for s in c.path]
     if len(names) > PATH_SHOWN:
@@ -181,6 +183,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         yield "note", order
     by_share = _by_share(a)
     answered = answer_standing(a) if getattr(a, "guided", None) is not None else {}
+    shared = _shared_names(steps)  # once for the run, not once per candidate
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
@@ -211,7 +214,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
                 number,
                 tag,
                 c.reasons[:MAX_REASONS],
-                _path(c, steps),
+                _path(c, steps, shared),
             ),
         )
     note = verdict_note(a)
