@@ -94,3 +94,38 @@ def test_report_json_gives_the_verdict_and_the_candidates_that_analyze_json_give
     [analysis] = json.loads(invoke("analyze", "--run", run_id, "--json"))["runs"]
     assert report["verdict"] == analysis["verdict"] and report["ranker_verdict"] == analysis["ranker_verdict"]
     assert [c["step_id"] for c in report["root_causes"]] == [c["step_id"] for c in analysis["root_causes"]]
+
+
+def _embedded(path: Path) -> dict:
+    """The document a report file embeds."""
+    text = path.read_text()
+    start = text.index('id="trajdebug-data">') + len('id="trajdebug-data">')
+    return json.loads(text[start : text.index("</script>", start)])
+
+
+def test_report_names_the_passing_run_of_the_same_input_and_where_the_runs_part(tmp_path: Path) -> None:
+    """nu33 finding 11: the run `analyze`'s diff hint names (a passing run of the same input) is the one the report's
+    overview names, with how it was matched and the first step where the two runs part (as `diff` says); a
+    source with no such run gives none."""
+    from trajdebug.demo import run_demo
+    from trajdebug.replay.align import align
+    from trajdebug.replay.diffview import label
+    from trajdebug.store import Store
+
+    store = Store(tmp_path / "pair.db")
+    bad = run_demo("bad-sql-filter", store=store)
+    alone = json.loads(invoke("report", str(tmp_path / "pair.db"), "-o", "alone.html", "--json"))
+    assert alone["same_input"] == [] and _embedded(tmp_path / "alone.html")["same_input"] is None
+    good = run_demo(None, store=store)
+    hint = json.loads(invoke("analyze", str(tmp_path / "pair.db"), "--json"))["hints"]
+    assert hint == [f"trajdebug diff {tmp_path / 'pair.db'}@{good.run_id[:12]} {tmp_path / 'pair.db'}@{bad.run_id[:12]}"]
+    out = json.loads(invoke("report", str(tmp_path / "pair.db"), "-o", "pair.html", "--json"))
+    assert out["run_id"] == bad.run_id and out["same_input"] == [good.run_id]
+    doc = _embedded(tmp_path / "pair.html")["same_input"]
+    first = align(good, bad).first_divergence
+    assert first is not None and first.bad is not None
+    assert doc["run_id"] == good.run_id and doc["compared"] is True
+    assert (doc["matched_by"], doc["matched_words"]) == ("task", "task id")
+    assert doc["first_divergence"] == {
+        "step_id": first.bad.step_id, "label": label(first), "status": first.status, "words": "same request, different output",
+    }

@@ -424,3 +424,168 @@ def test_a_cards_path_names_a_step_whose_name_repeats_with_its_id(page: Any, tmp
     assert card.locator(".c-path").inner_text() == "path: get_profile#p2 → submit"
     assert "found by content and not recorded" in card.inner_text()
     assert page.errors == []
+
+
+# -- the passing run of the same input, and the waterfall's arcs (nu33 finding 11) -------------------------------
+
+
+def _same_input_pair(tmp_path: Path, **good_changes: Any) -> tuple[Run, Run]:
+    """The demo's failed run (bad-sql-filter) and its passing run of the same task (``good_changes``: fields of the
+    passing run replaced, e.g. its ``run_id`` or ``metadata``)."""
+    from trajdebug.core.model import replace
+
+    store = Store(tmp_path / "pair.db")
+    bad = run_demo("bad-sql-filter", store=store)
+    good = run_demo(None, store=store)
+    return bad, replace(good, **good_changes) if good_changes else good
+
+
+def test_the_overview_names_the_same_input_run_and_links_where_the_runs_part(page: Any, tmp_path: Path) -> None:
+    """With a passing run of the same input among the references, the overview names it, says how it was matched
+    (the task id) and links the first step where the runs part, as `trajdebug diff` names it: the link opens the
+    waterfall on that step, from any tab."""
+    from trajdebug.replay.diffview import parting
+
+    bad, good = _same_input_pair(tmp_path)
+    analysis = analyze(bad, references=[good])
+    assert analysis.same_input == (good.run_id,)
+    same = parting(good, bad)
+    first = same["first_divergence"]
+    assert first is not None and first["label"] == "write_sql#" + first["step_id"][-6:]
+    assert same["matched_by"] == "task" and same["matched_words"] == "task id"
+    data = report_data(analysis, same_input=same)
+    assert data["same_input"]["compared"] is True and data["same_input"]["references"] == 1
+    _open(page, write_report(tmp_path / "same.html", analysis, same_input=same))
+    line = page.locator("#run-same-input").text_content() or ""
+    assert line.startswith(f"same input: passing run {good.run_id[:12]} (one of the 1 run compared), matched by its task id (task: What was our revenue")
+    assert f"The runs part first at {first['label']}: same request, different output (" in line
+    page.click("#tabs [data-tab=graph]")
+    page.click("#same-input-part")
+    assert page.locator("#waterfall").is_visible() and not page.locator("#graph").is_visible()
+    assert page.locator(f'.wf-row.sel[data-step="{first["step_id"]}"]').count() == 1
+    assert page.locator("#inspector .i-name").text_content() == "write_sql"
+    assert page.errors == []
+
+
+def test_the_overview_says_nothing_of_a_same_input_run_when_there_is_none(page: Any, tmp_path: Path) -> None:
+    """A passing run of another task is a reference but not the same input: no line, no document; a passing run
+    is paired with none; without the caller's `parting`, the analysis's same-input reference is named by id."""
+    bad, other = _same_input_pair(tmp_path, metadata={"task": "another question"})
+    analysis = analyze(bad, references=[other])
+    assert analysis.references == (other.run_id,) and analysis.same_input == ()
+    assert report_data(analysis)["same_input"] is None
+    _open(page, write_report(tmp_path / "other.html", analysis))
+    assert page.locator("#run-compared").count() == 1
+    assert page.locator("#run-same-input").count() == 0
+    bad, good = _same_input_pair(tmp_path / "b")
+    assert report_data(analyze(good, references=[good]))["same_input"] is None
+    named = analyze(bad, references=[good])
+    assert report_data(named)["same_input"] == {"run_id": good.run_id, "compared": True, "references": 1}
+    _open(page, write_report(tmp_path / "named.html", named))
+    line = page.locator("#run-same-input").text_content() or ""
+    assert line == f"same input: passing run {good.run_id[:12]} (one of the 1 run compared). trajdebug diff shows where the runs part."
+    assert page.errors == []
+
+
+def test_the_same_input_line_escapes_the_runs_id_and_task(page: Any, tmp_path: Path) -> None:
+    """The same-input run's id and its task are the recording's text: shown as text, never markup."""
+    from tests.conftest import HOSTILE
+
+    from trajdebug.core.model import replace
+    from trajdebug.replay.diffview import parting
+
+    bad, good = _same_input_pair(tmp_path)
+    bad = replace(bad, metadata={**bad.metadata, "task": HOSTILE})
+    good = replace(good, run_id="ref-" + HOSTILE, metadata={**good.metadata, "task": HOSTILE})
+    analysis = analyze(bad, references=[good])
+    assert analysis.same_input == (good.run_id,)
+    path = write_report(tmp_path / "hostile.html", analysis, same_input=parting(good, bad))
+    assert "<script>window.__pwned" not in path.read_text()
+    _open(page, path)
+    line = page.locator("#run-same-input").text_content() or ""
+    assert line.startswith("same input: passing run ref-<script>")
+    assert "(task: <script>window.__pwned" in line
+    assert page.evaluate("window.__pwned") is None and page.locator("#planted").count() == 0
+    assert page.errors == []
+
+
+def _propagating_run(at_start: bool) -> Run:
+    """A failed run whose error propagates from a tool to the agent step around it: at the end of the run, as in
+    nu33's support desk (the arc's ends beside the duration column), or, with ``at_start``, at its start, an
+    outer step recovering and a slow step after (the arc's ends beside the names)."""
+    import time
+
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    def failing_agent() -> None:
+        with trajdebug.step("refund_agent", kind="agent"):
+            with trajdebug.step("lookup_customer", kind="tool") as s:
+                s.output = {"id": "C-1012"}
+            with trajdebug.step("issue_refund", kind="tool"):
+                raise PermissionError("order O-7731 does not belong to customer C-1012")
+
+    with capture_runs() as cap, trajdebug.run("support-desk", task="tickets T-501"):
+        if at_start:
+            with trajdebug.step("desk", kind="agent"):
+                try:
+                    failing_agent()
+                except PermissionError:
+                    pass
+            with trajdebug.step("triage", kind="llm") as s:
+                time.sleep(0.05)
+                s.output = "done"
+            trajdebug.current_run().fail("refund not issued")
+        else:
+            with trajdebug.step("triage", kind="llm") as s:
+                time.sleep(0.05)
+                s.output = "refund"
+            with pytest.raises(PermissionError):
+                failing_agent()
+    [run] = cap
+    return run
+
+
+ARC_BOXES = """() => {
+  const box = (r) => ({ l: r.left, r: r.right, t: r.top, b: r.bottom });
+  const text = (n) => { const range = document.createRange(); range.selectNodeContents(n); return box(range.getBoundingClientRect()); };
+  const lane = box(document.querySelector('#waterfall .wf-lane').getBoundingClientRect());
+  const svg = document.querySelector('#waterfall .wf-arcs').getBoundingClientRect();
+  const arcs = [...document.querySelectorAll('#waterfall path.arc')].map((p) => {
+    const b = box(p.getBoundingClientRect());
+    const s = p.getPointAtLength(0);
+    return { ...b, x0: svg.left + s.x, y0: svg.top + s.y };
+  });
+  const texts = [...document.querySelectorAll('#waterfall .dur, #waterfall .wf-name .nm, #waterfall .wf-name .sid, #waterfall .wf-name .badge')]
+    .filter((n) => n.textContent).map((n) => ({ cls: n.className, ...text(n) }));
+  const dots = [...document.querySelectorAll('#waterfall .wf-lane .dot')].map((d) => { const r = d.getBoundingClientRect(); return { x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2 }; });
+  return { lane, arcs, texts, dots };
+}"""
+
+
+@pytest.mark.parametrize("at_start", [False, True])
+def test_the_propagation_arc_covers_no_text_of_any_column(browser: Any, tmp_path: Path, at_start: bool) -> None:
+    """nu33 finding 11: the red propagation arc was drawn over the duration column ("8.6ms", "8.4µs"), its ends
+    placed on a lane 56 px wider than the bars'.  At every width the page takes (the one-column layout under
+    1,100 px included) and pixel ratio, each arc starts on its error's dot, stays inside the lane and its box
+    meets no text box of the duration or name column, and stays visible (spans its rows)."""
+    path = write_report(tmp_path / "arc.html", analyze(_propagating_run(at_start)))
+    errors: list[str] = []
+    for width, scale in ((1400, 1), (1920, 2), (1000, 1), (1180, 1.5)):
+        ctx = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=scale)
+        page = ctx.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        _open(page, path)
+        got = page.evaluate(ARC_BOXES)
+        ctx.close()
+        assert errors == []
+        assert got["arcs"], (width, scale)
+        lane = got["lane"]
+        for arc in got["arcs"]:
+            assert arc["b"] - arc["t"] >= 20, (width, scale, arc)  # spans from one row's middle to another's
+            assert lane["l"] - 1.5 <= arc["l"] and arc["r"] <= lane["r"] + 1.5, (width, scale, arc, lane)
+            for t in got["texts"]:
+                apart = arc["r"] <= t["l"] or t["r"] <= arc["l"] or arc["b"] <= t["t"] or t["b"] <= arc["t"]
+                assert apart, (width, scale, arc, t)
+        starts = [(a["x0"], a["y0"]) for a in got["arcs"]]
+        assert any(abs(x - d["x"]) <= 1.5 and abs(y - d["y"]) <= 3 for x, y in starts for d in got["dots"]), (width, scale, starts, got["dots"])

@@ -107,6 +107,22 @@ def test_run_page_is_the_live_report(page: Any, server: Server, store: Path) -> 
     assert page.errors == []
 
 
+def test_run_page_names_the_passing_run_of_the_same_input_as_the_report_does(page: Any, server: Server, store: Path) -> None:
+    """The live report's overview names the passing run of the same input and where the runs part (write_sql), as
+    the report file does; the link opens that step."""
+    st = Store(store)
+    failed = st.list_runs(outcome="failure", derived=False)[0].run_id
+    [passing] = [r.run_id for r in st.list_runs(outcome="success", derived=False)]
+    page.goto(f"{server.url}runs/{failed}")
+    page.wait_for_selector("body[data-ready]")
+    line = page.locator("#run-same-input").text_content() or ""
+    assert line.startswith(f"same input: passing run {passing[:12]} (one of the 1 run compared), matched by its task id")
+    assert "The runs part first at write_sql#" in line
+    page.click("#same-input-part")
+    assert page.locator("#inspector .i-name").text_content() == "write_sql"
+    assert page.errors == []
+
+
 def test_compare_page_marks_the_first_divergence(page: Any, server: Server, store: Path) -> None:
     """From a failed run, compare picks a passing run and marks write_sql as where they first differ."""
     failed = Store(store).list_runs(outcome="failure", derived=False)[0].run_id

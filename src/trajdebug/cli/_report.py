@@ -78,6 +78,7 @@ def report_cmd(
         trajdebug report trace.json --from otlp
         trajdebug report failed.jsonl --refs passing.jsonl
     """
+    from trajdebug.replay.diffview import parting
     from trajdebug.report.html import write_report
 
     judge = _judge_config(use_judge, judge_config)
@@ -101,8 +102,11 @@ def report_cmd(
         click.echo(f"warning: {source or 'store'}: {problem}", err=True)
     first = result.verifications[0] if result.verifications else None
     verification = first.to_dict() if first is not None else None
+    twin = result.twins[0] if result.twins else None
+    # The passing run of the same input `analyze`'s diff hint names, and where the two runs part (as `diff` says).
+    same = parting(twin, run) if twin is not None else None
     try:
-        path = write_report(output, analysis, verification=verification, source=source)
+        path = write_report(output, analysis, verification=verification, source=source, same_input=same)
     except OSError as exc:
         raise click.ClickException(f"{output}: cannot write the report ({exc.strerror or exc})") from None
     size = path.stat().st_size

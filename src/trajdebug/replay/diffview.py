@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core.escape import cut_where_differs
-from trajdebug.core.model import Step
+from trajdebug.core.model import Run, Step
 from trajdebug.replay.align import (
     Alignment,
     InputDifference,
@@ -328,8 +328,44 @@ def diff_lines(al: Alignment, iso: Any = None) -> list[Line]:
     return out
 
 
+MATCHED_BY = {"task": "task id", "task_id": "task id", "input": "entry arguments", "args": "entry arguments"}
+"""How a passing run of the same input was paired with the failing one, in the words the report uses, by where
+`trajdebug.analysis.reference.given_input` read the input (a metadata key; ``first``: the first step's input)."""
+
+
+def parting(good: Run, bad: Run) -> dict[str, Any]:
+    """What the report says of a passing run of the same input (``good``, as `trajdebug.same_input` pairs it with
+    the failing run ``bad``): which run, how it was matched (the metadata key the input was read from, with the
+    first step's input where both state one, or the first step's input alone) and the first step where the runs
+    part, as ``trajdebug diff GOOD BAD`` names it (`first_divergence`; None when no step differs)."""
+    from trajdebug.analysis.reference import first_input_key, given_input
+    from trajdebug.replay.align import align
+
+    given = given_input(bad)
+    where = given[0] if given is not None else "first"
+    first_too = where != "first" and None not in (first_input_key(good), first_input_key(bad))
+    al = align(good, bad)
+    first = al.first_divergence
+    return {
+        "run_id": good.run_id,
+        "matched_by": where,
+        "matched_words": MATCHED_BY.get(where, "first step's input"),
+        "matched_value": None if given is None else short(given[1], 120),
+        "first_input_too": first_too,
+        "first_step": bad.steps[0].name if bad.steps else None,
+        "first_divergence": None if first is None else {
+            "step_id": first.bad.step_id if first.bad is not None else None,
+            "label": label(first),
+            "status": first.status,
+            "words": words(first),
+        },
+        "counts": al.counts(),
+    }
+
+
 __all__ = [
     "IMPACT_SHOWN",
+    "MATCHED_BY",
     "MARKS",
     "WORDS",
     "Line",
@@ -339,6 +375,7 @@ __all__ = [
     "inputs_line",
     "isolation_lines",
     "label",
+    "parting",
     "short",
     "step_maps",
     "table",

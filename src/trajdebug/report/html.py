@@ -87,6 +87,7 @@ def report_data(
     verification: Mapping[str, Any] | None = None,
     source: str | None = None,
     ask_endpoint: str | None = None,
+    same_input: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The document the report embeds: the run, its analysis, its errors, the graph views and
     what the "find the cause" panel needs (`trajdebug.report.question.ask_data`).
@@ -98,6 +99,9 @@ def report_data(
         source: Where the run came from, for the header.
         ask_endpoint: The URL the panel posts answers to (``trajdebug serve``); None: the page
             runs the search itself and offers the answers as a download.
+        same_input: The passing run of the same input and where the two runs part
+            (`trajdebug.replay.diffview.parting`), when the caller found one; without it, the analysis's
+            first same-input reference is named alone (`same_input_doc`).
     """
     from trajdebug.report.analysis import compared_note, verdict_note
     from trajdebug.report.errors import errors_markdown
@@ -132,8 +136,23 @@ def report_data(
         "graph": graph_views(run, focus=_slice(doc)),
         "usage": _usage(run),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
+        "same_input": same_input_doc(analysis, same_input),
     }
     return data
+
+
+def same_input_doc(analysis: Analysis, parting: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the overview says of a passing run of the same input: ``parting`` (the run, how it was matched,
+    where the runs part) with whether the ranking compared it (one of `Analysis.references`); without
+    ``parting``, the analysis's first same-input reference by its id alone; None when there is none, and for a
+    run that passed (as `analyze` pairs only a run that did not with one: the page then says nothing of one)."""
+    if analysis.run.outcome == "success":
+        return None
+    if parting is None:
+        if not analysis.same_input:
+            return None
+        parting = {"run_id": analysis.same_input[0]}
+    return {**parting, "compared": parting.get("run_id") in analysis.references, "references": len(analysis.references)}
 
 
 SLICE_PATH = 24
@@ -220,6 +239,7 @@ def report_html(
     source: str | None = None,
     nav: Sequence[tuple[str, str]] = (),
     ask_endpoint: str | None = None,
+    same_input: Mapping[str, Any] | None = None,
 ) -> str:
     """The report of one run as a self-contained HTML page.
 
@@ -230,9 +250,12 @@ def report_html(
         nav: ``(label, href)`` links for the page's header (the web UI's navigation);
             both are escaped; hrefs must be the caller's own relative URLs.
         ask_endpoint: Where the "find the cause" panel posts answers (``trajdebug serve``).
+        same_input: The passing run of the same input and where the runs part (`report_data`).
     """
     style, script = page_parts()
-    data = report_data(analysis, verification=verification, source=source, ask_endpoint=ask_endpoint)
+    data = report_data(
+        analysis, verification=verification, source=source, ask_endpoint=ask_endpoint, same_input=same_input
+    )
     run = analysis.run
     title = f"trajdebug: {run.name or run.run_id} ({run.outcome})"
     links = "".join(
@@ -272,6 +295,7 @@ def write_report(
     *,
     verification: Mapping[str, Any] | None = None,
     source: str | None = None,
+    same_input: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the HTML report of one run (see `report_html`) and return its path.
 
@@ -279,7 +303,7 @@ def write_report(
         OSError: the file cannot be written.
     """
     target = Path(path)
-    text = report_html(analysis, verification=verification, source=source)
+    text = report_html(analysis, verification=verification, source=source, same_input=same_input)
     target.write_text(text, encoding="utf-8")
     return target
 
@@ -291,5 +315,6 @@ __all__ = [
     "page_parts",
     "report_data",
     "report_html",
+    "same_input_doc",
     "write_report",
 ]

@@ -213,6 +213,9 @@ class _Pages:
         self.fmt = fmt
         self.catalog = Catalog(source, fmt=fmt)
         self.env = _env()
+        # The last run page's `parting` by its two runs (the catalog's objects, new when a run changes): reloading a
+        # page does not align the two runs again (seconds on a run of thousands of steps).
+        self._parted: tuple[Any, Any, dict[str, Any]] | None = None
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(source=str(self.source), **ctx), status_code=status)
@@ -306,11 +309,32 @@ class _Pages:
         if analysis.run.outcome == "failure":
             nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
         endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
-        body = report_html(analysis, source=str(self.source), nav=nav, ask_endpoint=endpoint)
+        body = report_html(
+            analysis, source=str(self.source), nav=nav, ask_endpoint=endpoint, same_input=self._parting(analysis)
+        )
         style, script = page_parts()
         # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
         policy = content_security_policy(style, script) + "; connect-src 'self'; frame-ancestors 'none'"
         return HTMLResponse(body, headers={"Content-Security-Policy": policy})
+
+    def _parting(self, analysis: Any) -> dict[str, Any] | None:
+        """The passing run of the same input the analysis compared first and where the runs part, as the
+        report file says it (`trajdebug.replay.diffview.parting`); None when there is none."""
+        from trajdebug.replay.diffview import parting
+
+        if not analysis.same_input or analysis.run.outcome == "success":
+            return None
+        try:
+            twin = self.catalog.run(analysis.same_input[0])
+            bad = self.catalog.run(analysis.run.run_id)
+        except KeyError:
+            return None
+        last = self._parted
+        if last is not None and last[0] is twin and last[1] is bad:
+            return last[2]
+        found = parting(twin, bad)
+        self._parted = (twin, bad, found)
+        return found
 
     def compare(self, request: Request) -> Response:
         from trajdebug.replay import align

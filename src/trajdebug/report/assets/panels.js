@@ -105,6 +105,8 @@ function buildCauses(host) {
   const S = D.summary || {};
   if (S.verdict) host.appendChild(el("p", { class: "verdict-line v-" + (ANALYSIS.verdict || "none"), id: "run-verdict" }, S.verdict));
   if (S.compared) host.appendChild(el("p", { class: "note", id: "run-compared" }, S.compared));
+  const same = sameInputLine(D.same_input);
+  if (same) host.appendChild(same);
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
     const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
@@ -167,6 +169,41 @@ function buildCauses(host) {
       item.setAttribute("aria-pressed", String(on));
     }
   });
+}
+
+// The passing run of the same input (`report.html.same_input_doc`): which run, how it was matched (as `trajdebug
+// analyze` pairs them for its diff hint) and the first step where the runs part, a link to it in the waterfall
+// (nu33 finding 11); nothing when there is none.  Every value is a text node.
+const MATCHED_KEY = { task: "task", task_id: "task_id", input: "input", args: "args" };
+function sameInputLine(S) {
+  if (!S || !S.run_id) return null;
+  const p = el("p", { class: "note same-input", id: "run-same-input" });
+  const which = S.compared ? " (one of the " + plural(S.references, "run") + " compared)" : "";
+  p.append("same input: passing run ", el("span", { class: "mono", title: S.run_id }, String(S.run_id).slice(0, 12)), which);
+  if (S.matched_by) {
+    const key = MATCHED_KEY[S.matched_by];
+    const what = key ? key + (S.matched_value ? ": " + S.matched_value : "") : (S.first_step || "");
+    p.append(", matched by its " + S.matched_words + (S.first_input_too ? " and first step's input" : "") + (what ? " (" + what + ")" : ""));
+  }
+  p.append(". ");
+  const F = S.first_divergence;
+  if (F === undefined) {
+    p.append("trajdebug diff shows where the runs part.");
+  } else if (F === null) {
+    p.append("No step differs between the two runs" + (S.counts ? " (" + S.counts + ")" : "") + ".");
+  } else {
+    p.append("The runs part first at ");
+    if (F.step_id && STEPS.has(F.step_id)) p.append(el("button", { type: "button", class: "linkish", "data-step": F.step_id, id: "same-input-part", title: "show it in the waterfall" }, F.label));
+    else p.append(el("span", { class: "mono" }, F.label));
+    p.append(": " + F.words + (S.counts ? " (" + S.counts + ")" : "") + ".");
+  }
+  p.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-step]");
+    if (!b) return;
+    showTab("waterfall");
+    selectStep(b.dataset.step);
+  });
+  return p;
 }
 
 function section(title, ...body) {

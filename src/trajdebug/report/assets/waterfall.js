@@ -143,23 +143,41 @@ function buildWaterfall(host) {
   }
   const ARCS = arcList();
 
+  // The lane's box as the rows lay it out: its left edge (after the name column) and its width, which stops
+  // short of the duration column (the lane's right margin).  An arc's ends are the bars' and dots' own x, and
+  // the arc stays inside the lane: over neither the names nor the durations (nu33 finding 11), whatever the
+  // width of the page.
+  function laneBox() {
+    const lane = rowLayer.querySelector(".wf-lane");
+    if (lane) return { left: lane.offsetLeft, width: Math.max(10, lane.clientWidth) };
+    const w = content.clientWidth;
+    return { left: 320, width: Math.max(10, w - 320 - 64) };
+  }
+  // How far an arc between xa and xb bows, signed (negative: left): left into the bars where the lane has
+  // room, else right, never past the lane's edges (a cubic whose two control points are offset by b reaches
+  // 0.75 b beyond the nearer end, at most).
+  function arcBend(xa, xb, span, lane) {
+    const want = Math.min(120, 18 + span * 6);
+    const roomLeft = (Math.min(xa, xb) - lane.left - 2) / 0.75;
+    const roomRight = (lane.left + lane.width - Math.max(xa, xb) - 2) / 0.75;
+    if (roomLeft >= want || roomLeft >= roomRight) return -Math.max(0, Math.min(want, roomLeft));
+    return Math.max(0, Math.min(want, roomRight));
+  }
+
   function drawArcs(first, last) {
     clear(arcs);
-    const laneLeft = rowLayer.querySelector(".wf-lane");
     const w = content.clientWidth;
-    const nameW = laneLeft ? laneLeft.offsetLeft : 320;
-    const laneW = Math.max(10, w - nameW - 8);
+    const lane = laneBox();
     arcs.setAttribute("width", String(w));
     arcs.setAttribute("height", String(rows.length * ROW_H));
     for (const a of ARCS) {
       const ra = visibleRow(a.a), rb = visibleRow(a.b);
       if (ra < 0 || rb < 0 || ra === rb) continue;
       if (Math.max(ra, rb) < first || Math.min(ra, rb) > last) continue;
-      const xa = nameW + (laneW * pct(a.ta || STEPS.get(a.a).start_ns)) / 100;
-      const xb = nameW + (laneW * pct(a.tb || STEPS.get(a.b).start_ns)) / 100;
+      const at = (t) => lane.left + (lane.width * Math.max(0, Math.min(100, pct(t)))) / 100;
+      const xa = at(a.ta || STEPS.get(a.a).start_ns), xb = at(a.tb || STEPS.get(a.b).start_ns);
       const ya = ra * ROW_H + ROW_H / 2, yb = rb * ROW_H + ROW_H / 2;
-      // Arcs bow left, into the bars, where the lane has room (its right edge is the run's end).
-      const bend = -Math.min(120, 18 + Math.abs(rb - ra) * 6);
+      const bend = arcBend(xa, xb, Math.abs(rb - ra), lane);
       arcs.appendChild(sv("path", { class: "arc " + a.kind + (a.crit ? " crit" : ""), d: `M ${xa} ${ya} C ${xa + bend} ${ya}, ${xb + bend} ${yb}, ${xb} ${yb}` }));
     }
   }
