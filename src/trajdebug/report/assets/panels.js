@@ -202,6 +202,8 @@ function sameInputLine(S) {
     if (!b) return;
     showTab("waterfall");
     selectStep(b.dataset.step);
+    // In the one-column layout (a narrow page) the waterfall is below this panel: brought into view.
+    document.getElementById("center").scrollIntoView({ block: "nearest" });
   });
   return p;
 }
