@@ -444,20 +444,22 @@ def test_the_overview_names_the_same_input_run_and_links_where_the_runs_part(pag
     """With a passing run of the same input among the references, the overview names it, says how it was matched
     (the task id) and links the first step where the runs part, as `trajdebug diff` names it: the link opens the
     waterfall on that step, from any tab."""
+    from trajdebug.core.model import replace
     from trajdebug.replay.diffview import parting
 
     bad, good = _same_input_pair(tmp_path)
-    analysis = analyze(bad, references=[good])
+    other = replace(good, run_id="other-task", metadata={**good.metadata, "task": "another question"})
+    analysis = analyze(bad, references=[good, other])
     assert analysis.same_input == (good.run_id,)
     same = parting(good, bad)
     first = same["first_divergence"]
     assert first is not None and first["label"] == "write_sql#" + first["step_id"][-6:]
     assert same["matched_by"] == "task" and same["matched_words"] == "task id"
     data = report_data(analysis, same_input=same)
-    assert data["same_input"]["compared"] is True and data["same_input"]["references"] == 1
+    assert data["same_input"]["compared"] is True and data["same_input"]["references"] == 2
     _open(page, write_report(tmp_path / "same.html", analysis, same_input=same))
     line = page.locator("#run-same-input").text_content() or ""
-    assert line.startswith(f"same input: passing run {good.run_id[:12]} (one of the 1 run compared), matched by its task id (task: What was our revenue")
+    assert line.startswith(f"same input: passing run {good.run_id[:12]} (one of the 2 runs compared), matched by its task id (task: What was our revenue")
     assert f"The runs part first at {first['label']}: same request, different output (" in line
     page.click("#tabs [data-tab=graph]")
     page.click("#same-input-part")
@@ -477,13 +479,21 @@ def test_the_overview_says_nothing_of_a_same_input_run_when_there_is_none(page: 
     _open(page, write_report(tmp_path / "other.html", analysis))
     assert page.locator("#run-compared").count() == 1
     assert page.locator("#run-same-input").count() == 0
+    # A same-input run the caller found that the ranking did not compare (older than the 50 newest references, or
+    # a run recorded to verify another) says so.
+    from trajdebug.replay.diffview import parting
+
+    first_bad = bad
     bad, good = _same_input_pair(tmp_path / "b")
+    _open(page, write_report(tmp_path / "uncompared.html", analysis, same_input=parting(good, first_bad)))
+    line = page.locator("#run-same-input").text_content() or ""
+    assert line.startswith(f"same input: passing run {good.run_id[:12]} (not among the runs compared), matched by its task id")
     assert report_data(analyze(good, references=[good]))["same_input"] is None
     named = analyze(bad, references=[good])
     assert report_data(named)["same_input"] == {"run_id": good.run_id, "compared": True, "references": 1}
     _open(page, write_report(tmp_path / "named.html", named))
     line = page.locator("#run-same-input").text_content() or ""
-    assert line == f"same input: passing run {good.run_id[:12]} (one of the 1 run compared). trajdebug diff shows where the runs part."
+    assert line == f"same input: passing run {good.run_id[:12]} (the run compared). trajdebug diff shows where the runs part."
     assert page.errors == []
 
 

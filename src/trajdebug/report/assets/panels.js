@@ -178,7 +178,9 @@ const MATCHED_KEY = { task: "task", task_id: "task_id", input: "input", args: "a
 function sameInputLine(S) {
   if (!S || !S.run_id) return null;
   const p = el("p", { class: "note same-input", id: "run-same-input" });
-  const which = S.compared ? " (one of the " + plural(S.references, "run") + " compared)" : "";
+  // Whether the ranking compared it: `analyze` pairs the newest passing run of the same input in the source, which
+  // the newest 50 references may leave out (or a run recorded to verify another, never a reference).
+  const which = !S.compared ? " (not among the runs compared)" : S.references === 1 ? " (the run compared)" : " (one of the " + S.references + " runs compared)";
   p.append("same input: passing run ", el("span", { class: "mono", title: S.run_id }, String(S.run_id).slice(0, 12)), which);
   if (S.matched_by) {
     const key = MATCHED_KEY[S.matched_by];
