@@ -259,3 +259,41 @@ def test_metadata_as_a_kvlist_and_tags_as_json_text() -> None:
     env = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [top, child]}]}]}
     [run] = runs_from_otlp([env]).runs
     assert run.metadata["task"] == "T-3" and run.metadata["tags"] == ["a", "b"] and run.metadata["user"] == "u-1"
+
+
+def _envelope(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def _span(span_id: str, parent: str | None, start: int, **attrs: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "traceId": "cd" * 16, "spanId": span_id * 8, "name": f"s{span_id}", "startTimeUnixNano": str(start),
+        "endTimeUnixNano": "99", "status": {},
+        "attributes": [{"key": k.replace("_", "."), "value": {"stringValue": v}} for k, v in attrs.items()],
+    }  # fmt: skip
+    if parent is not None:
+        out["parentSpanId"] = parent * 8
+    return out
+
+
+def test_an_orphan_span_below_is_not_the_top_span() -> None:
+    """A span whose parent is missing from the file is a root of the trace, but the span without a parent is the
+    top one: only its metadata is the run's (an orphaned model call's instrumentation metadata is not)."""
+    from trajdebug.sources.formats.otlp import runs_from_otlp
+
+    top = _span("01", None, 1, metadata='{"task": "T-5"}')
+    orphan = _span("02", "0f", 0, metadata='{"task": "wrong", "ls_provider": "openai"}', tag_tags='["seq:step:1"]')
+    [run] = runs_from_otlp([_envelope(top, orphan)]).runs
+    assert run.metadata["task"] == "T-5" and "ls_provider" not in run.metadata and "tags" not in run.metadata
+    # A trace continued from another service's span: its top span (parent not in the file) is read.
+    [run] = runs_from_otlp([_envelope(_span("03", "0e", 1, metadata='{"task": "T-6"}'))]).runs
+    assert run.metadata["task"] == "T-6"
+
+
+def test_the_dedicated_attributes_win_over_metadata_items() -> None:
+    """``tag.tags`` and ``user.id`` say the run's tags and user before a ``tags`` or ``user`` in ``metadata``."""
+    from trajdebug.sources.formats.otlp import runs_from_otlp
+
+    top = _span("01", None, 1, metadata='{"tags": ["m"], "user": "m-user"}', tag_tags='["t"]', user_id="u-2")
+    [run] = runs_from_otlp([_envelope(top)]).runs
+    assert run.metadata["tags"] == ["t"] and run.metadata["user"] == "u-2"

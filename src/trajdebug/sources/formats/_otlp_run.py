@@ -162,27 +162,17 @@ def _top_span_metadata(
     meta: dict[str, Any], roots: list[Span], spans: list[Span], resource: Mapping[str, Any]
 ) -> None:
     """Fill a foreign run's metadata from its top spans' OpenInference attributes, in place, never over a key
-    already said (the resource's, trajdebug's own run metadata, the source format, the session): the items
-    of each top span's ``metadata`` (the earliest top span first; a value that is not a JSON object, or is not
-    JSON, is kept as its text under `SPAN_METADATA_TEXT`), their ``tag.tags`` as ``tags`` (sorted, without
-    duplicates, as the recorder keeps them) and the first ``user.id`` (any span's, else the resource's) as
-    ``user``.  Only the top spans' metadata and tags are the run's: an instrumentation writes its own on
-    the spans below (LangChain's ``seq:step:1``)."""
+    already said (the resource's, trajdebug's own run metadata, the source format, the session): their
+    ``tag.tags`` as ``tags`` (sorted, without duplicates, as the recorder keeps them), the first ``user.id``
+    (any span's, else the resource's) as ``user``, then the items of each top span's ``metadata`` (the
+    earliest top span first; a value that is not a JSON object, or is not JSON, is kept as its text under
+    `SPAN_METADATA_TEXT`).  Only the top spans' metadata and tags are the run's (an instrumentation writes its
+    own on the spans below: LangChain's ``seq:step:1``): the spans without a parent, else (a trace continued
+    from another service's span, not in the file) those whose parent is not in the trace."""
+    tops = [r for r in roots if r.parent_id is None] or roots
     tags: set[str] = set()
-    for r in roots:
-        a = r.attrs
-        value = a.get(SPAN_METADATA)
-        if value is not None:
-            decoded = _json_object(value)
-            if decoded is None:
-                text = value if isinstance(value, str) else str(value)
-                if text.strip():
-                    meta.setdefault(SPAN_METADATA_TEXT, text)
-            else:
-                for k, v in decoded.items():
-                    if not str(k).startswith("trajdebug."):
-                        meta.setdefault(str(k), v)
-        given = a.get(SPAN_TAGS)
+    for r in tops:
+        given = r.attrs.get(SPAN_TAGS)
         if isinstance(given, str):
             decoded_tags = _json_list(given)
             given = [given] if decoded_tags is None else decoded_tags
@@ -195,6 +185,19 @@ def _top_span_metadata(
         if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip():
             meta.setdefault("user", str(v))
             break
+    for r in tops:
+        value = r.attrs.get(SPAN_METADATA)
+        if value is None:
+            continue
+        decoded = _json_object(value)
+        if decoded is None:
+            text = value if isinstance(value, str) else str(value)
+            if text.strip():
+                meta.setdefault(SPAN_METADATA_TEXT, text)
+            continue
+        for k, v in decoded.items():
+            if not str(k).startswith("trajdebug."):
+                meta.setdefault(str(k), v)
 
 
 def _json_object(value: Any) -> Mapping[str, Any] | None:
