@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core import chat
+from trajdebug.core.codec import loads
 from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.core.schema import latest_answers
 from trajdebug.sources.formats import _semconv as sc
@@ -79,6 +80,7 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
         session = _session(spans, res)
         if session is not None:
             meta.setdefault("session", session)
+        _top_span_metadata(meta, roots, spans, res)
     if RUN_OUTCOME in res:
         outcome, reason = str(res[RUN_OUTCOME]), res.get(RUN_FAILURE)
     elif any(s.end_ns is None for s in spans):
@@ -144,6 +146,83 @@ def _session(spans: list[Span], resource: Mapping[str, Any]) -> str | None:
             if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
                 return str(v)
     return None
+
+
+# OpenInference's attributes that say something of the run when its top span carries them (Phoenix and
+# Langfuse show a trace's metadata and tags from its root span): user-defined ``metadata`` (a JSON object),
+# ``tag.tags`` (a list of labels), ``user.id``.
+SPAN_METADATA = "metadata"
+SPAN_TAGS = "tag.tags"
+SPAN_USER = "user.id"
+SPAN_METADATA_TEXT = "span_metadata"
+"""The run metadata key a top span's ``metadata`` is kept under as its text when it is not a JSON object."""
+
+
+def _top_span_metadata(
+    meta: dict[str, Any], roots: list[Span], spans: list[Span], resource: Mapping[str, Any]
+) -> None:
+    """Fill a foreign run's metadata from its top spans' OpenInference attributes, in place, never over a key
+    already said (the resource's, trajdebug's own run metadata, the source format, the session): their
+    ``tag.tags`` as ``tags`` (sorted, without duplicates, as the recorder keeps them), the first ``user.id``
+    (any span's, else the resource's) as ``user``, then the items of each top span's ``metadata`` (the
+    earliest top span first; a value that is not a JSON object, or is not JSON, is kept as its text under
+    `SPAN_METADATA_TEXT`).  Only the top spans' metadata and tags are the run's (an instrumentation writes its
+    own on the spans below: LangChain's ``seq:step:1``): the spans without a parent, else (a trace continued
+    from another service's span, not in the file) those whose parent is not in the trace."""
+    tops = [r for r in roots if r.parent_id is None] or roots
+    tags: set[str] = set()
+    for r in tops:
+        given = r.attrs.get(SPAN_TAGS)
+        if isinstance(given, str):
+            decoded_tags = _json_list(given)
+            given = [given] if decoded_tags is None else decoded_tags
+        if isinstance(given, (list, tuple)):
+            tags.update(str(t) for t in given if isinstance(t, (str, int, float)) and str(t).strip())
+    if tags:
+        meta.setdefault("tags", sorted(tags))
+    for attrs in [*(s.attrs for s in spans), resource]:
+        v = attrs.get(SPAN_USER)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip():
+            meta.setdefault("user", str(v))
+            break
+    for r in tops:
+        value = r.attrs.get(SPAN_METADATA)
+        if value is None:
+            continue
+        decoded = _json_object(value)
+        if decoded is None:
+            text = value if isinstance(value, str) else str(value)
+            if text.strip():
+                meta.setdefault(SPAN_METADATA_TEXT, text)
+            continue
+        for k, v in decoded.items():
+            if not str(k).startswith("trajdebug."):
+                meta.setdefault(str(k), v)
+
+
+def _json_object(value: Any) -> Mapping[str, Any] | None:
+    """A ``metadata`` attribute's object: a mapping as it is (an OTLP ``kvlistValue``), else the JSON object its
+    text holds; None for anything else (other JSON, text that is not JSON, a value nested too deeply)."""
+    if isinstance(value, Mapping):
+        return value
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        decoded = loads(value)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _json_list(value: str) -> list[Any] | None:
+    """The JSON array a ``tag.tags`` text holds (an exporter that writes lists as JSON text), else None."""
+    if not value.lstrip().startswith("["):
+        return None
+    try:
+        decoded = loads(value)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, list) else None
 
 
 def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:
