@@ -390,14 +390,17 @@ class StepHandle:
             # `_out`, and `input`/`output` stay the user's objects (what ``s.output`` gives after the block, and
             # what identity tracking needs).  Snapshot bytes count against the run's byte budget when the step
             # is queued (only when there are any).
-            inp = self.input
-            if inp is not self._held and (type(inp) not in _SCALARS or self._in is not None):
-                self._input_set(inp)
+            # (A decorated call's all-scalar arguments are left as they came: no attribute read beyond `_spec`;
+            # an input replaced by a scalar is the writer's to see, `Export._drain`.)
             big = False
-            snap = self._in
-            if snap is not None:
-                run._bytes += len(snap)
-                big = True
+            inp = self.input
+            if type(inp) not in _SCALARS and (self._spec is None or type(inp) is not tuple):
+                if inp is not self._held:
+                    self._input_set(inp)
+                snap = self._in
+                if snap is not None:
+                    run._bytes += len(snap)
+                    big = True
             out = self.output
             if type(out) not in _SCALARS:
                 self._out = snap = _snap(out)
@@ -416,14 +419,11 @@ class StepHandle:
             run._internal_error("step exit")
 
     def _input_set(self, inp: Any) -> None:
-        """The step's end: its input was set or replaced in the body (``s.input = ...``), after `__enter__`
-        froze what it was called with: frozen now (a scalar: kept as it is)."""
+        """The step's end: its input, not a scalar, was set or replaced in the body (``s.input = ...``) after
+        `__enter__` froze what it was called with (or could not): frozen now."""
         if self._spec is not None:
-            if type(inp) is tuple:
-                inp = self.bound_input()  # the call's arguments as they came: the start could not freeze them
-            else:
-                self._spec = self._kw = None  # the arguments replaced (through `current_step`)
-        self._in = _snap(inp) if type(inp) not in _SCALARS else None
+            self._spec = self._kw = None  # a decorated call's arguments replaced (through `current_step`)
+        self._in = _snap(inp)
         self._held = inp
 
     # -- user API inside a step ------------------------------------------------
