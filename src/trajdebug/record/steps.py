@@ -183,9 +183,10 @@ class StepHandle:
     Set ``s.output`` (and ``s.input``) inside the block; after it they are
     still the objects you set, and the record holds their JSON: the input's as
     it was when the block started (``input=``; one set in the block: as it was
-    when the block ended), the output's as it was when the block ended.  Call ``s.error(...)`` to report an error without raising,
-    ``s.fallback(...)`` when a degraded value replaces a failed one.  As a decorator the handle is a template:
-    every call of the function records a fresh step.
+    when the block ended), the output's as it was when the block ended.
+    Call ``s.error(...)`` to report an error without raising, ``s.fallback(...)``
+    when a degraded value replaces a failed one.  As a decorator the handle is a
+    template: every call of the function records a fresh step.
     """
 
     # Defaults live on the class and an instance stores only what differs:
@@ -217,8 +218,8 @@ class StepHandle:
     as the step starts (as it was called), the output's as it ends; ``input`` and ``output`` keep the
     user's objects (read after the block, and tracked by identity)."""
     _held: Any = None
-    """The object ``input`` held when `_in` was made (or a decorated call's all-scalar arguments, left
-    unfrozen): an input set or replaced in the body since is frozen at the end."""
+    """The object ``input`` held when `_in` was made: an input set or replaced in the body since (another
+    object) is frozen at the end."""
     _announced: bool = False
     _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
@@ -311,14 +312,13 @@ class StepHandle:
                     else:
                         kw = self._kw
                         if kw is None or all(type(v) in _SCALARS for v in kw.values()):
-                            self._held = inp
                             inp = None
                     if inp is not None:
                         inp = self.bound_input()
                 if inp is not None:
                     self._in = _snap(inp)
                     self._held = inp
-            except Exception:  # noqa: BLE001 - the recorder never breaks the agent (its end tries again)
+            except Exception:  # noqa: BLE001 - the recorder never breaks the agent (a `with` step's end tries again)
                 run._internal_error("step start")
         self._token = _STEP.set(self)
         self.t0 = _now()
