@@ -34,7 +34,6 @@ from trajdebug.record.config import CONFIG
 from trajdebug.record.env import environment_snapshot
 from trajdebug.record.processors import Processors, Record, RunView
 from trajdebug.record.recorder import StepHandle
-from trajdebug.record.steps import _SCALARS
 from trajdebug.record.tracking import Trace, Tracker
 from trajdebug.record.writer import WRITER, Flush, Slot
 
@@ -208,14 +207,8 @@ class RunExport:
                                 continue
                         tracker.at = n - 1  # the item's position (`Tracker.batch`)
                     else:
-                        snap = item._in
-                        if snap is not None:
-                            if type(item.input) in _SCALARS:
-                                # Its input, frozen as it started, was replaced by a scalar in its body: that is
-                                # the input (`StepHandle.__exit__` left it to here, and counted no bytes for it).
-                                item._in = None
-                            else:
-                                batch.done_bytes += len(snap)
+                        if item._in is not None:
+                            batch.done_bytes += len(item._in)
                         if item._out is not None:
                             batch.done_bytes += len(item._out)
                         tracker.at = n - 1

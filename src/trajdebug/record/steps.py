@@ -390,17 +390,19 @@ class StepHandle:
             # `_out`, and `input`/`output` stay the user's objects (what ``s.output`` gives after the block, and
             # what identity tracking needs).  Snapshot bytes count against the run's byte budget when the step
             # is queued (only when there are any).
-            # (A decorated call's all-scalar arguments are left as they came: no attribute read beyond `_spec`;
-            # an input replaced by a scalar is the writer's to see, `Export._drain`.)
+            # (A decorated call's all-scalar arguments are left as they came: no attribute read beyond `_spec`.)
             big = False
             inp = self.input
-            if type(inp) not in _SCALARS and (self._spec is None or type(inp) is not tuple):
-                if inp is not self._held:
-                    self._input_set(inp)
-                snap = self._in
-                if snap is not None:
-                    run._bytes += len(snap)
-                    big = True
+            if type(inp) not in _SCALARS:
+                if self._spec is None or type(inp) is not tuple:
+                    if inp is not self._held:
+                        self._input_set(inp)
+                    snap = self._in
+                    if snap is not None:
+                        run._bytes += len(snap)
+                        big = True
+            elif inp is not None and self._in is not None:
+                self._in = None  # replaced by a scalar in the body: that is the input
             out = self.output
             if type(out) not in _SCALARS:
                 self._out = snap = _snap(out)
