@@ -996,3 +996,51 @@ def test_a_first_divergence_between_two_records_names_the_fields_that_differ(tmp
     assert any(line.startswith("  bad:") and '"issue_date":"2026-12-01"' in line for line in out.splitlines())
     assert differing_paths({"a": {"b": [1, 2]}, "c": 1}, {"a": {"b": [1, 3]}, "c": 1, "d": 0}) == ["a.b[1]", "d"]
     assert differing_paths("some text", "other text") == [] and differing_paths({"a": 1}, {"a": 1}) == []
+
+
+def _refund_desk(path: Path, fixed: bool) -> None:
+    """nu33's agent D reduced: ``make_brief`` writes the customer it picked into the session it was given (an
+    argument changed in place), and the session is never reset between tickets; the bug prefers its customer."""
+    import trajdebug
+
+    owners = {"O-7710": "C-1012", "O-7731": "C-4077"}
+    tickets = [{"ticket": "T-501", "customer": "C-1012", "order": "O-7710"},
+               {"ticket": "T-502", "customer": "C-4077", "order": "O-7731"}]
+
+    @trajdebug.step(kind="other")
+    def make_brief(ticket: dict, session: dict) -> dict:
+        customer = ticket["customer"] if fixed else (session.get("customer_id") or ticket["customer"])
+        session["customer_id"] = customer
+        return {"ticket": ticket["ticket"], "customer_id": customer, "order": ticket["order"]}
+
+    @trajdebug.step(kind="tool")
+    def issue_refund(brief: dict) -> dict:
+        if owners[brief["order"]] != brief["customer_id"]:
+            raise PermissionError(f"order {brief['order']} does not belong to customer {brief['customer_id']}")
+        return {"refund": "R-" + brief["order"]}
+
+    try:
+        with trajdebug.run("support-desk", task="tickets T-501, T-502", path=str(path)):
+            session: dict[str, Any] = {}
+            for ticket in tickets:
+                issue_refund(make_brief(dict(ticket), session))
+    except PermissionError:
+        pass
+
+
+def test_a_step_that_changes_its_argument_in_place_is_compared_as_it_was_called(tmp_path: Path) -> None:
+    """A same-input pair whose step writes into its own argument (nu33 finding 1): both runs called ``make_brief``
+    for the second ticket with the same session, so that is the first divergence by its output, not a request
+    "changed outside the recorded steps" (the recorder froze the argument as the step had left it)."""
+    from trajdebug.core.jsonl import read_jsonl
+
+    good, bad = tmp_path / "same.jsonl", tmp_path / "fail.jsonl"
+    _refund_desk(good, fixed=True)
+    _refund_desk(bad, fixed=False)
+    briefs = [s for s in read_jsonl(good).runs[0].steps if s.name == "make_brief"]
+    assert briefs[1].input["session"] == {"customer_id": "C-1012"}  # as called, not its own write (C-4077)
+    al = align(read_jsonl(good).runs[0], read_jsonl(bad).runs[0])
+    first = al.first_divergence
+    assert first is not None and first.name == "make_brief" and first.status == "output"
+    out = " ".join(CliRunner().invoke(cli, ["diff", str(good), str(bad)]).output.split())
+    assert "first divergence: make_brief#" in out and "outside the recorded steps" not in out

@@ -327,6 +327,176 @@ class TestValues:
         assert f"use token {REDACTED} please" == s.input["prompt"]
 
 
+class TestInputsAsCalled:
+    """A step's input is recorded as the step was called with it, however its body changes it in place (nu33
+    finding 1: a step writing into its argument was recorded as if it had been called with its own write)."""
+
+    def test_a_decorated_step_that_changes_its_dict_argument_records_it_as_called(self) -> None:
+        @trajdebug.step(kind="other")
+        def pick(ticket: dict, session: dict) -> str:
+            session["customer"] = ticket["customer"]
+            ticket["seen"] = True
+            return str(session["customer"])
+
+        session: dict[str, Any] = {"customer": "C-1"}
+        (step,) = record(lambda h: pick({"customer": "C-2"}, session)).steps
+        assert step.input == {"ticket": {"customer": "C-2"}, "session": {"customer": "C-1"}}
+        assert session == {"customer": "C-2"}  # the agent's own object was changed as it asked
+
+    def test_a_with_steps_input_changed_in_its_block_is_recorded_as_it_was_given(self) -> None:
+        def body(h: Any) -> None:
+            order = {"items": ["tea"], "total": 3}
+            with trajdebug.step("add_fee", kind="other", input=order) as s:
+                order["items"].append("fee")
+                order["total"] = 4
+                s.output = order["total"]
+            assert s.input is order  # still the user's object after the block
+
+        (step,) = record(body).steps
+        assert step.input == {"items": ["tea"], "total": 3}
+
+    def test_an_async_step_that_changes_its_argument_records_it_as_called(self) -> None:
+        @trajdebug.step(kind="tool")
+        async def fill(form: dict) -> int:
+            await asyncio.sleep(0)
+            form["filled"] = True
+            return len(form)
+
+        def body(h: Any) -> None:
+            asyncio.run(fill({"name": "Ada"}))
+
+        (step,) = record(body).steps
+        assert (step.input, step.output) == ({"form": {"name": "Ada"}}, 2)
+
+    def test_generators_record_their_input_as_the_step_started(self) -> None:
+        @trajdebug.step(kind="retrieval")
+        def pages(query: dict) -> Any:
+            for i in range(2):
+                query["page"] = i + 1
+                yield dict(query)
+
+        @trajdebug.step(kind="retrieval")
+        async def apages(query: dict) -> Any:
+            for i in range(2):
+                query["page"] = i + 1
+                yield dict(query)
+
+        async def consume() -> None:
+            async for _ in apages({"q": "owls"}):
+                pass
+
+        def body(h: Any) -> None:
+            list(pages({"q": "owls"}))
+            asyncio.run(consume())
+
+        sync, agen = record(body).steps
+        assert sync.input == agen.input == {"query": {"q": "owls"}}
+        assert sync.output == [{"q": "owls", "page": 1}, {"q": "owls", "page": 2}]
+
+    def test_an_input_set_or_replaced_in_the_block_is_recorded_as_it_was_when_the_block_ended(self) -> None:
+        """``s.input = x`` in the block is the input (no `input=`, or replacing it, a scalar too), frozen at the end."""
+        def body(h: Any) -> None:
+            with trajdebug.step("set_late", kind="llm") as s:
+                req = {"messages": ["hi"]}
+                s.input = req
+                req["messages"].append("there")
+                s.output = "ok"
+            with trajdebug.step("replaced", kind="llm", input={"draft": 1}) as s:
+                s.input = {"final": 2}
+            with trajdebug.step("to_text", kind="llm", input={"draft": 1}) as s:
+                s.input = "final text"
+            req["messages"].append("later")  # after its block: no effect
+
+        set_late, replaced, to_text = record(body).steps
+        assert set_late.input == {"messages": ["hi", "there"]}
+        assert replaced.input == {"final": 2}
+        assert to_text.input == "final text"
+
+    def test_a_decorated_steps_input_replaced_through_current_step_is_recorded(self) -> None:
+        @trajdebug.step(kind="tool")
+        def send(card: str, amount: int) -> str:
+            trajdebug.current_step().input = {"card": "****", "amount": amount}  # type: ignore[union-attr]
+            return "sent"
+
+        (step,) = record(lambda h: send("4111111111111111", 5)).steps
+        assert step.input == {"card": "****", "amount": 5}
+
+    def test_all_scalar_arguments_stay_unfrozen_and_are_bound_on_the_writer_thread(self) -> None:
+        """A call of scalars only makes no snapshot on the agent's thread (the fast path), and records as before."""
+        seen: list[Any] = []
+
+        @trajdebug.step(kind="tool")
+        def area(w: int, h: float, unit: str = "m", note: None = None) -> float:
+            seen.append(trajdebug.current_step())
+            return w * h
+
+        run = record(lambda h: (area(2, 1.5), area(3, 2.0, unit="cm")))
+        assert [s.input for s in run.steps] == [{"w": 2, "h": 1.5}, {"w": 3, "h": 2.0, "unit": "cm"}]
+        assert [handle._in for handle in seen] == [None, None]
+
+    def test_a_value_that_cannot_be_encoded_becomes_a_marker_at_the_call(self) -> None:
+        class Opaque:
+            def __repr__(self) -> str:
+                return "<Opaque>"
+
+        @trajdebug.step(kind="tool")
+        def use(thing: Any, box: dict) -> str:
+            box["thing"] = "changed"
+            return "used"
+
+        def body(h: Any) -> None:
+            use(Opaque(), {"thing": _BadRepr()})
+            with trajdebug.step("late", kind="tool") as s:
+                s.input = {"m": _BadModel()}
+            use("huge", {"rows": list(range(2_000_000))})
+
+        first, late, huge = record(body).steps
+        assert first.input["thing"][REPR_KEY] == "<Opaque>"
+        assert set(first.input["box"]["thing"]) >= {REPR_KEY}  # the repr that raised, not "changed"
+        assert set(late.input["m"]) >= {REPR_KEY}
+        assert TRUNCATED_KEY in huge.input or "more items" in json.dumps(huge.input)  # cut within the budget
+
+    def test_snapshot_bytes_count_once_against_the_byte_budget(self) -> None:
+        """The input frozen at the start counts when the step is queued, as before; a replaced one counts once."""
+        def body(h: Any) -> None:
+            with trajdebug.step("a", kind="tool", input={"x": "y" * 100}) as s:
+                s.input = {"x": "z" * 50}
+                s.output = {"ok": True}
+
+        sizes: dict[str, int] = {}
+        sink = MemorySink()
+        with trajdebug.run("t", sinks=[sink]) as run:
+            body(run)
+            sizes["bytes"] = run._bytes
+        assert sizes["bytes"] == len(b'{"x":"' + b"z" * 50 + b'"}') + len(b'{"ok":true}')
+
+    def test_identity_tracking_and_retries_keep_the_live_input(self) -> None:
+        """A step given an earlier step's output and changing it in place still depends on that step; each retry
+        attempt records its input as that attempt was called."""
+        calls = {"n": 0}
+
+        @trajdebug.step(kind="llm")
+        def plan() -> dict:
+            return {"stops": ["depot"], "van": "V-2"}
+
+        @trajdebug.retry(attempts=2, on=(ConnectionError,))
+        @trajdebug.step(kind="tool")
+        def dispatch(route: dict) -> str:
+            calls["n"] += 1
+            route["stops"].append(f"try-{calls['n']}")
+            if calls["n"] == 1:
+                raise ConnectionError("no answer")
+            return "sent"
+
+        def body(h: Any) -> None:
+            dispatch(plan())
+
+        first, second, third = record(body).steps
+        assert second.input == {"route": {"stops": ["depot"], "van": "V-2"}}
+        assert third.input == {"route": {"stops": ["depot", "try-1"], "van": "V-2"}}
+        assert [d.step_id for d in second.deps] == [first.step_id] == [d.step_id for d in third.deps]
+
+
 class TestHostileValues:
     def test_lone_surrogates_and_huge_ints_do_not_lose_the_run(self, tmp_path: Path) -> None:
         """Values UTF-8 or JSON cannot carry are stored (escaped or as a marker); every other step still lands."""

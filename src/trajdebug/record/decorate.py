@@ -7,8 +7,9 @@ decorating at import time needs no `inspect`); a call
 keeps its arguments as they came (the tuple and the keyword dict Python made
 anyway), and they are bound to names on the writer thread.  Arguments that are
 immutable scalars (strings, numbers, None) are not snapshotted at all; any
-other argument freezes the bound input as JSON once, when the step ends (see
-`trajdebug.record.steps.StepHandle.__exit__`).  Generators are steps that span the whole iteration, current only while
+other argument freezes the bound input as JSON once, when the step starts, so
+that a body changing an argument in place leaves the recorded input as it was
+called (see `trajdebug.record.steps.StepHandle.__enter__`).  Generators are steps that span the whole iteration, current only while
 their body runs (not while the consumer holds an item).  When a replay
 controller is active (`trajdebug.replay`), it may serve a recorded response
 instead of running the function.

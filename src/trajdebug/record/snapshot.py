@@ -1,7 +1,8 @@
 """Freezing a step's value on the agent's thread, at a cost bounded by size, not by content.
 
-A step's input and output are frozen as JSON at the step's end (`freeze`), so
-that the agent may change the object afterwards.  Encoding is fast (orjson),
+A step's input is frozen as JSON when the step starts and its output when it
+ends (`freeze`), so that the agent may change the object afterwards (the
+step's own body may change its input).  Encoding is fast (orjson),
 but a hostile value makes any encoder slow: ``{"rows": <5 million items>}``
 takes over 100 ms to encode whole, all of it on the agent's thread, while the
 store keeps only the first ``max_value_bytes`` (64 KiB) of it.

@@ -181,10 +181,12 @@ class StepHandle:
     """A step being recorded.  ``with trajdebug.step(...) as s`` gives you one.
 
     Set ``s.output`` (and ``s.input``) inside the block; after it they are
-    still the objects you set, and the record holds their JSON as it was when
-    the block ended.  Call ``s.error(...)`` to report an error without raising,
-    ``s.fallback(...)`` when a degraded value replaces a failed one.  As a decorator the handle is a template:
-    every call of the function records a fresh step.
+    still the objects you set, and the record holds their JSON: the input's as
+    it was when the block started (``input=``; one set in the block: as it was
+    when the block ended), the output's as it was when the block ended.
+    Call ``s.error(...)`` to report an error without raising, ``s.fallback(...)``
+    when a degraded value replaces a failed one.  As a decorator the handle is a
+    template: every call of the function records a fresh step.
     """
 
     # Defaults live on the class and an instance stores only what differs:
@@ -212,8 +214,12 @@ class StepHandle:
     _child_errors: list[str] | None = None
     _in: bytes | None = None
     _out: bytes | None = None
-    """The recorded JSON of ``input`` and ``output`` (`_snap`), set as the step ends when the value is not a
-    scalar; ``input`` and ``output`` keep the user's objects (read after the block, and tracked by identity)."""
+    """The recorded JSON of ``input`` and ``output`` (`_snap`) when the value is not a scalar: the input's
+    as the step starts (as it was called), the output's as it ends; ``input`` and ``output`` keep the
+    user's objects (read after the block, and tracked by identity)."""
+    _held: Any = None
+    """The object ``input`` held when `_in` was made: an input set or replaced in the body since (another
+    object) is frozen at the end."""
     _announced: bool = False
     _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
@@ -288,6 +294,32 @@ class StepHandle:
         self.seq = _next_seq()
         if _scopes and (run._stop is not None or _BRANCH.get() or _ATTEMPT.get() is not None):
             self._start_slow(run)
+        inp = self.input
+        if type(inp) not in _SCALARS:
+            # The input as the step was called with it: anything but a scalar is frozen as JSON now into `_in`
+            # (the body may change it in place), and `input` stays the user's object (identity tracking).
+            try:
+                spec = self._spec
+                if spec is not None:
+                    # A decorated call: arguments that are all immutable scalars stay as they came
+                    # (bound on the writer thread); anything else is bound and frozen now.
+                    args = iter(inp)
+                    if spec[2]:
+                        next(args, None)  # self or cls: not part of the input
+                    for a in args:
+                        if type(a) not in _SCALARS:
+                            break
+                    else:
+                        kw = self._kw
+                        if kw is None or all(type(v) in _SCALARS for v in kw.values()):
+                            inp = None
+                    if inp is not None:
+                        inp = self.bound_input()
+                if inp is not None:
+                    self._in = _snap(inp)
+                    self._held = inp
+            except Exception:  # noqa: BLE001 - the recorder never breaks the agent (a `with` step's end tries again)
+                run._internal_error("step start")
         self._token = _STEP.set(self)
         self.t0 = _now()
         return self
@@ -353,33 +385,24 @@ class StepHandle:
                 from trajdebug.record import exceptions as _errors
 
                 _errors.on_retry_success(run, self)
-            # Scalars are immutable and kept as they are; anything else is frozen as JSON now into `_in`/`_out`,
-            # and `input`/`output` stay the user's objects (what ``s.output`` gives after the block, and what
-            # identity tracking needs): one attribute write per frozen value.
-            # Snapshot bytes count against the run's byte budget (only when there are any).
+            # The input was frozen when the step started (`__enter__`); one set or replaced in the body since
+            # is frozen now.  The output is frozen now: scalars are kept as they are, anything else as JSON into
+            # `_out`, and `input`/`output` stay the user's objects (what ``s.output`` gives after the block, and
+            # what identity tracking needs).  Snapshot bytes count against the run's byte budget when the step
+            # is queued (only when there are any).
+            # (A decorated call's all-scalar arguments are left as they came: no attribute read beyond `_spec`.)
             big = False
             inp = self.input
             if type(inp) not in _SCALARS:
-                spec = self._spec
-                if spec is not None:
-                    # A decorated call: arguments that are all immutable scalars stay as they came
-                    # (bound on the writer thread); anything else is bound and frozen now.
-                    args = iter(inp)
-                    if spec[2]:
-                        next(args, None)  # self or cls: not part of the input
-                    for a in args:
-                        if type(a) not in _SCALARS:
-                            break
-                    else:
-                        kw = self._kw
-                        if kw is None or all(type(v) in _SCALARS for v in kw.values()):
-                            inp = None
-                    if inp is not None:
-                        inp = self.bound_input()
-                if inp is not None:
-                    self._in = snap = _snap(inp)
-                    run._bytes += len(snap)
-                    big = True
+                if self._spec is None or type(inp) is not tuple:
+                    if inp is not self._held:
+                        self._input_set(inp)
+                    snap = self._in
+                    if snap is not None:
+                        run._bytes += len(snap)
+                        big = True
+            elif inp is not None and self._in is not None:
+                self._in = None  # replaced by a scalar in the body: that is the input
             out = self.output
             if type(out) not in _SCALARS:
                 self._out = snap = _snap(out)
@@ -396,6 +419,14 @@ class StepHandle:
                 run._full(self)
         except Exception:  # noqa: BLE001 - the recorder never breaks the agent
             run._internal_error("step exit")
+
+    def _input_set(self, inp: Any) -> None:
+        """The step's end: its input, not a scalar, was set or replaced in the body (``s.input = ...``) after
+        `__enter__` froze what it was called with (or could not): frozen now."""
+        if self._spec is not None:
+            self._spec = self._kw = None  # a decorated call's arguments replaced (through `current_step`)
+        self._in = _snap(inp)
+        self._held = inp
 
     # -- user API inside a step ------------------------------------------------
 

@@ -127,7 +127,7 @@ class Tracker(Registry, Encoder):
                 h._sid = sid
         t1 = h.t1
 
-        # What is recorded is the frozen JSON (`StepHandle._in`/`_out`) where the step's end made one, else the
+        # What is recorded is the frozen JSON (`StepHandle._in`/`_out`) where the step made one, else the
         # value itself (a scalar); identity tracking reads the live objects, `input` and `output`.
         live_in, live = h.input, h.output
         inp: Any = h._in
