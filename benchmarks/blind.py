@@ -109,7 +109,10 @@ suites since).  ``suite_zzzr`` and ``suite_zzzs`` (written blind and frozen
 at 04:10 and 04:16 UTC, before any change of the round merged, scored once held out at 06:01 UTC on e2dede29, the
 round's final analysis: development suites since).  ``suite_zzzt`` and ``suite_zzzu`` (written blind and frozen
 at 06:09 and 06:10 UTC, scored once held out at 07:09-07:10 UTC on 9ae6eccd, the last round's final analysis: development
-suites since).  ``suite_zzzv`` and ``suite_zzzw`` (written blind this round) are held out
+suites since).  ``suite_zzzv`` and ``suite_zzzw`` (written blind and frozen
+at 07:25 and 07:26 UTC, before any change of the round merged, scored once held out at 08:41-08:42 UTC on bb44a41c, the
+round's final analysis: development suites since).  ``suite_zzzx`` and ``suite_zzzy`` (written blind at the round's
+end: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -133,8 +136,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzw": "held out (written blind on 2026-12-07 in round 60; not yet scored: the next measure, with suite_zzzv)",
-    "suite_zzzv": "held out (written blind on 2026-12-07 in round 60; not yet scored: the next measure, with suite_zzzw)",
+    "suite_zzzy": "held out (written blind on 2026-12-07 at the end of round 60; not yet scored: the next round's first measure, with suite_zzzx)",
+    "suite_zzzx": "held out (written blind on 2026-12-07 at the end of round 60; not yet scored: the next round's first measure, with suite_zzzy)",
+    "suite_zzzw": "development (scored once held out on 2026-12-07 at 08:42 UTC on bb44a41c; its misses not yet studied)",
+    "suite_zzzv": "development (scored once held out on 2026-12-07 at 08:41 UTC on bb44a41c; its misses not yet studied)",
     "suite_zzzu": "development (scored once held out on 2026-12-07 at 07:10 UTC on 9ae6eccd; its misses not yet studied)",
     "suite_zzzt": "development (scored once held out on 2026-12-07 at 07:09 UTC on 9ae6eccd; its misses not yet studied)",
     "suite_zzzs": "development (scored once held out on 2026-12-07 at 06:02 UTC on e2dede29; its misses not yet studied)",

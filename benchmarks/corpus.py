@@ -8,12 +8,12 @@ ranker's order, and the keys of the truth steps.  Sources (docs/model-card.md):
 - ``tau``: AgentRx's annotated tau-bench failures (../shared/data/agentrx-tau, message logs);
 - ``whowhen``: the Algorithm-Generated Who&When logs (../shared/data/who-and-when-ag, MIT, transcripts);
 - ``suite_dev``, ``suite_a``, ``suite_d``: the development blind suites, alone and with references;
-- ``suite_b``, ``suite_c``, ``suite_e``, ``suite_f``, ``suite_g``, ``suite_h``, ``suite_i``, ``suite_j``, ``suite_k``, ``suite_l``, ``suite_m``, ``suite_n``, ``suite_o``, ``suite_p``, ``suite_q``, ``suite_r``, ``suite_s``, ``suite_t``, ``suite_u``, ``suite_v``, ``suite_w``, ``suite_x``, ``suite_y``, ``suite_z``, ``suite_za``, ``suite_zb``, ``suite_zc``, ``suite_zd``, ``suite_ze``, ``suite_zf``, ``suite_zg``, ``suite_zh``, ``suite_zi``, ``suite_zj``, ``suite_zk``, ``suite_zl``, ``suite_zm``, ``suite_zn``, ``suite_zo``, ``suite_zp``, ``suite_zq``, ``suite_zr``, ``suite_zs``, ``suite_zt``, ``suite_zu``, ``suite_zv``, ``suite_zw``, ``suite_zx``, ``suite_zy``, ``suite_zz``, ``suite_zza``, ``suite_zzb``, ``suite_zzc``, ``suite_zzd``, ``suite_zze``, ``suite_zzf``, ``suite_zzg``, ``suite_zzh``, ``suite_zzi``, ``suite_zzj``, ``suite_zzk``, ``suite_zzl``, ``suite_zzm``, ``suite_zzn``, ``suite_zzo``, ``suite_zzp``, ``suite_zzq``, ``suite_zzr``, ``suite_zzs``, ``suite_zzt``, ``suite_zzu``, ``suite_zzv``, ``suite_zzw``, ``suite_zzx``, ``suite_zzy``, ``suite_zzz``, ``suite_zzza``, ``suite_zzzb``, ``suite_zzzc``, ``suite_zzzd``, ``suite_zzze``, ``suite_zzzf``, ``suite_zzzg``, ``suite_zzzh``, ``suite_zzzi``, ``suite_zzzj``, ``suite_zzzk``, ``suite_zzzl``, ``suite_zzzm``, ``suite_zzzn``, ``suite_zzzo``, ``suite_zzzp``, ``suite_zzzq``, ``suite_zzzr``, ``suite_zzzs``, ``suite_zzzt``, ``suite_zzzu``: the blind suites
+- ``suite_b``, ``suite_c``, ``suite_e``, ``suite_f``, ``suite_g``, ``suite_h``, ``suite_i``, ``suite_j``, ``suite_k``, ``suite_l``, ``suite_m``, ``suite_n``, ``suite_o``, ``suite_p``, ``suite_q``, ``suite_r``, ``suite_s``, ``suite_t``, ``suite_u``, ``suite_v``, ``suite_w``, ``suite_x``, ``suite_y``, ``suite_z``, ``suite_za``, ``suite_zb``, ``suite_zc``, ``suite_zd``, ``suite_ze``, ``suite_zf``, ``suite_zg``, ``suite_zh``, ``suite_zi``, ``suite_zj``, ``suite_zk``, ``suite_zl``, ``suite_zm``, ``suite_zn``, ``suite_zo``, ``suite_zp``, ``suite_zq``, ``suite_zr``, ``suite_zs``, ``suite_zt``, ``suite_zu``, ``suite_zv``, ``suite_zw``, ``suite_zx``, ``suite_zy``, ``suite_zz``, ``suite_zza``, ``suite_zzb``, ``suite_zzc``, ``suite_zzd``, ``suite_zze``, ``suite_zzf``, ``suite_zzg``, ``suite_zzh``, ``suite_zzi``, ``suite_zzj``, ``suite_zzk``, ``suite_zzl``, ``suite_zzm``, ``suite_zzn``, ``suite_zzo``, ``suite_zzp``, ``suite_zzq``, ``suite_zzr``, ``suite_zzs``, ``suite_zzt``, ``suite_zzu``, ``suite_zzv``, ``suite_zzw``, ``suite_zzx``, ``suite_zzy``, ``suite_zzz``, ``suite_zzza``, ``suite_zzzb``, ``suite_zzzc``, ``suite_zzzd``, ``suite_zzze``, ``suite_zzzf``, ``suite_zzzg``, ``suite_zzzh``, ``suite_zzzi``, ``suite_zzzj``, ``suite_zzzk``, ``suite_zzzl``, ``suite_zzzm``, ``suite_zzzn``, ``suite_zzzo``, ``suite_zzzp``, ``suite_zzzq``, ``suite_zzzr``, ``suite_zzzs``, ``suite_zzzt``, ``suite_zzzu``, ``suite_zzzv``, ``suite_zzzw``: the blind suites
   written by outsiders on the real frameworks (LangGraph, OpenAI Agents SDK, OpenInference/OTLP, the SDK),
   each scored once held out, then development suites (`benchmarks.blind.STATUS`; suite_i since 2026-12-02,
-  its misses studied; suite_j since 2026-12-02, its misses studied; suite_k, suite_l, suite_m, suite_n and suite_o since 2026-12-03, their misses studied; suite_p to suite_w since 2026-12-03, suite_x to suite_zm since 2026-12-04, suite_zn to suite_zzi since 2026-12-05, suite_zzj to suite_zzzi since 2026-12-06, suite_zzzj to suite_zzzu since 2026-12-07, scored once).
+  its misses studied; suite_j since 2026-12-02, its misses studied; suite_k, suite_l, suite_m, suite_n and suite_o since 2026-12-03, their misses studied; suite_p to suite_w since 2026-12-03, suite_x to suite_zm since 2026-12-04, suite_zn to suite_zzi since 2026-12-05, suite_zzj to suite_zzzi since 2026-12-06, suite_zzzj to suite_zzzw since 2026-12-07, scored once).
 
-The still-held-out suites (`HELD_OUT`: suite_zzzv and suite_zzzw, written blind on 2026-12-07) are never read here:
+The still-held-out suites (`HELD_OUT`: suite_zzzx and suite_zzzy, written blind on 2026-12-07) are never read here:
 `suite` refuses them.
 """
 
@@ -44,11 +44,11 @@ DEV_SUITES = (
     "suite_zzf", "suite_zzg", "suite_zzh", "suite_zzi", "suite_zzj", "suite_zzk", "suite_zzl", "suite_zzm",
     "suite_zzn", "suite_zzo", "suite_zzp", "suite_zzq", "suite_zzr", "suite_zzs",
     "suite_zzt", "suite_zzu", "suite_zzv", "suite_zzw", "suite_zzx", "suite_zzy",
-    "suite_zzz", "suite_zzza", "suite_zzzb", "suite_zzzc", "suite_zzzd", "suite_zzze", "suite_zzzf", "suite_zzzg", "suite_zzzh", "suite_zzzi", "suite_zzzj", "suite_zzzk", "suite_zzzl", "suite_zzzm", "suite_zzzn", "suite_zzzo", "suite_zzzp", "suite_zzzq", "suite_zzzr", "suite_zzzs", "suite_zzzt", "suite_zzzu",
+    "suite_zzz", "suite_zzza", "suite_zzzb", "suite_zzzc", "suite_zzzd", "suite_zzze", "suite_zzzf", "suite_zzzg", "suite_zzzh", "suite_zzzi", "suite_zzzj", "suite_zzzk", "suite_zzzl", "suite_zzzm", "suite_zzzn", "suite_zzzo", "suite_zzzp", "suite_zzzq", "suite_zzzr", "suite_zzzs", "suite_zzzt", "suite_zzzu", "suite_zzzv", "suite_zzzw",
 )
 """The blind suites we may train on (b to i since 2026-12-02, each scored once held out before)."""
 
-HELD_OUT: frozenset[str] = frozenset({"suite_zzzv", "suite_zzzw"})
+HELD_OUT: frozenset[str] = frozenset({"suite_zzzx", "suite_zzzy"})
 """The still-held-out suites: never trained on, never read or generated by the corpus."""
 
 

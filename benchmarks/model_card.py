@@ -119,6 +119,8 @@ SOURCES = [
             ("suite_zzzs", "; scored once held out, trained on from the first retraining after 2026-12-07 06:02 UTC"),
             ("suite_zzzt", "; scored once held out, trained on from the first retraining after 2026-12-07 07:09 UTC"),
             ("suite_zzzu", "; scored once held out, trained on from the first retraining after 2026-12-07 07:10 UTC"),
+            ("suite_zzzv", "; scored once held out, trained on from the first retraining after 2026-12-07 08:41 UTC"),
+            ("suite_zzzw", "; scored once held out, trained on from the first retraining after 2026-12-07 08:42 UTC"),
         )
     ],
 ]
@@ -774,7 +776,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzzu with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zzzw with the next one that ships (never a suite in `benchmarks.corpus.HELD_OUT`, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
