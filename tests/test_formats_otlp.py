@@ -1206,10 +1206,10 @@ class TestOpenInferenceAgentsSDK:
             _support(server, tools=tools)
         run = _agents_run(agents_sdk, tmp_path)
         assert run.outcome == "failure"
-        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
-            ["occurred"],
-            ["occurred", "propagated", "failed"],
-        ]
+        # The SDK gathers the turn's tool calls: once the first raises, the second may be cancelled before it runs
+        # (a loaded machine's timing), so it left no error; when it did raise, its error stays where it occurred.
+        stages = sorted([c.stage for c in e.stages] for e in run.errors)
+        assert stages in ([["occurred"], ["occurred", "propagated", "failed"]], [["occurred", "propagated", "failed"]])
 
     @pytest.mark.parametrize("case", ["arguments fed back", "tool error fed back", "model call retried"])
     def test_an_error_the_run_went_on_from_leaves_it_a_success(

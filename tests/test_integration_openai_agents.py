@@ -301,10 +301,10 @@ class TestAgainstAFakeModelServer:
             _run_agent(server, "who?", tools=tools)
         run = processor.to_run()
         assert run.outcome == "failure"
-        assert sorted([c.stage for c in e.stages] for e in run.errors) == [
-            ["occurred"],
-            ["occurred", "propagated", "failed"],
-        ]
+        # The SDK gathers the turn's tool calls: once the first raises, the second may be cancelled before it runs
+        # (a loaded machine's timing), so it left no error; when it did raise, its error stays where it occurred.
+        stages = sorted([c.stage for c in e.stages] for e in run.errors)
+        assert stages in ([["occurred"], ["occurred", "propagated", "failed"]], [["occurred", "propagated", "failed"]])
 
     def test_a_model_error_fails_the_run(self, processor: TrajdebugProcessor) -> None:
         """An HTTP error from the model is one error at the model step that failed the run."""
