@@ -111,8 +111,10 @@ round's final analysis: development suites since).  ``suite_zzzt`` and ``suite_z
 at 06:09 and 06:10 UTC, scored once held out at 07:09-07:10 UTC on 9ae6eccd, the last round's final analysis: development
 suites since).  ``suite_zzzv`` and ``suite_zzzw`` (written blind and frozen
 at 07:25 and 07:26 UTC, before any change of the round merged, scored once held out at 08:41-08:42 UTC on bb44a41c, the
-round's final analysis: development suites since).  ``suite_zzzx`` and ``suite_zzzy`` (written blind at the round's
-end: the next round's first measure) are held out
+round's final analysis: development suites since).  ``suite_zzzx`` and ``suite_zzzy`` (written blind
+at 08:51 UTC, scored once held out at 10:14-10:16 UTC on 92b02ede, the last round's final analysis: development suites
+since).  ``suite_zzzz`` and ``suite_zzzza`` (written blind and frozen at 09:54 and 09:51 UTC, before any change of the
+round merged: scored once on its final analysis) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -136,8 +138,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzy": "held out (written blind on 2026-12-07 at the end of round 60; not yet scored: the next round's first measure, with suite_zzzx)",
-    "suite_zzzx": "held out (written blind on 2026-12-07 at the end of round 60; not yet scored: the next round's first measure, with suite_zzzy)",
+    "suite_zzzza": "held out (written blind on 2026-12-07 at the start of round 61, frozen before any change of the round merged; scored once at its end, with suite_zzzz)",
+    "suite_zzzz": "held out (written blind on 2026-12-07 at the start of round 61, frozen before any change of the round merged; scored once at its end, with suite_zzzza)",
+    "suite_zzzy": "development (scored once held out on 2026-12-07 at 10:16 UTC on 92b02ede; its misses not yet studied)",
+    "suite_zzzx": "development (scored once held out on 2026-12-07 at 10:14 UTC on 92b02ede; its misses not yet studied)",
     "suite_zzzw": "development (scored once held out on 2026-12-07 at 08:42 UTC on bb44a41c; its misses not yet studied)",
     "suite_zzzv": "development (scored once held out on 2026-12-07 at 08:41 UTC on bb44a41c; its misses not yet studied)",
     "suite_zzzu": "development (scored once held out on 2026-12-07 at 07:10 UTC on 9ae6eccd; its misses not yet studied)",
