@@ -59,6 +59,8 @@ class _Readings:
 
     texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
     leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
+    keyed: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    """`keyed_values` of each value read so far (copied out: its callers change theirs)."""
     kept: list[int] = field(default_factory=lambda: [0])
     """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
 
@@ -68,6 +70,7 @@ class _Readings:
         if self.kept[0] > READINGS_KEPT:
             self.texts.clear()
             self.leaves.clear()
+            self.keyed.clear()
             self.kept[0] = size + _ENTRY
 
 
@@ -350,13 +353,23 @@ def decoded_leaves(value: Any, path: str = "", nested: int = 0) -> Iterator[tupl
 
 
 def keyed_values(value: Any) -> dict[str, Any]:
-    """The scalar leaves of a value keyed by their last field name (the first one seen wins)."""
+    """The scalar leaves of a value keyed by their last field name (the first one seen wins); a new dict, the
+    caller's to change."""
+    # An upstream output is keyed once for every step it feeds (`text_memo`), each reader given its own copy.
+    memo = _READINGS.get() if not isinstance(value, str) else None
+    if memo is not None:
+        hit = memo.keyed.get(id(value))
+        if hit is not None and hit[0] is value:
+            return dict(hit[1])
     out: dict[str, Any] = {}
     for p, v in leaves(value):
         key = p.rsplit(".", 1)[-1]
         if "[" in key or not key:
             continue
         out.setdefault(key.lower(), v)
+    if memo is not None:
+        memo.keep(len(out))
+        memo.keyed[id(value)] = (value, dict(out))
     return out
 
 
