@@ -115,3 +115,16 @@ def test_number_pattern_finds_what_it_found_without_its_look_ahead(text: str) ->
     plain = re.compile(numerals._NUMBER.pattern.removeprefix(r"(?=-?\d)"))
     assert plain.pattern != numerals._NUMBER.pattern
     assert [m.span() for m in numerals._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+def test_keyed_values_read_again_in_one_analysis_are_a_fresh_copy_each_time() -> None:
+    """Within `text_memo` an upstream output is keyed once, and each reader gets its own dict: a caller that
+    deletes or adds keys in its copy (`contradictions` does) leaves the next reader's untouched."""
+    record = {"order": {"id": "A-1", "qty": 3}, "items": [{"sku": "X"}], "Note": "ok"}
+    with content.text_memo():
+        first = content.keyed_values(record)
+        first.pop("qty")
+        first["extra"] = 1
+        second = content.keyed_values(record)
+    assert second == {"id": "A-1", "qty": 3, "sku": "X", "note": "ok"} == content.keyed_values(record)
+    assert second is not first
