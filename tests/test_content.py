@@ -126,5 +126,7 @@ def test_keyed_values_read_again_in_one_analysis_are_a_fresh_copy_each_time() ->
         first.pop("qty")
         first["extra"] = 1
         second = content.keyed_values(record)
-    assert second == {"id": "A-1", "qty": 3, "sku": "X", "note": "ok"} == content.keyed_values(record)
-    assert second is not first
+        second.clear()
+        third = content.keyed_values(record)
+    assert third == {"id": "A-1", "qty": 3, "sku": "X", "note": "ok"} == content.keyed_values(record)
+    assert third is not first and third is not second
