@@ -60,6 +60,8 @@ class _Readings:
     texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
     leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
     keyed: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    unmarked: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    """`unmarked_text` of each value read so far, by the id of the value as recorded (markers and all)."""
     """`keyed_values` of each value read so far (copied out: its callers change theirs)."""
     kept: list[int] = field(default_factory=lambda: [0])
     """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
@@ -71,6 +73,7 @@ class _Readings:
             self.texts.clear()
             self.leaves.clear()
             self.keyed.clear()
+            self.unmarked.clear()
             self.kept[0] = size + _ENTRY
 
 
@@ -111,6 +114,23 @@ def without_markers(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [without_markers(v, depth + 1) for v in value if not is_marker(v)]
     return value
+
+
+def unmarked_text(value: Any) -> str:
+    """`text_of` the value `without_markers`: what a step was given, as text.
+
+    Within `text_memo`, once per value: `without_markers` builds a new value on every call, which `text_of`'s
+    memo (by identity) never finds, and an enclosing step's input is read for every step inside it."""
+    memo = _READINGS.get() if not isinstance(value, str) and value is not None else None
+    if memo is not None:
+        hit = memo.unmarked.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    text = text_of(without_markers(value))
+    if memo is not None:
+        memo.keep(len(text))
+        memo.unmarked[id(value)] = (value, text)
+    return text
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)

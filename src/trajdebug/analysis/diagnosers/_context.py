@@ -292,7 +292,7 @@ class DiagnoseContext:
             last = self._step_facts.get("\0in")
             if last is not None and last[0] is step:
                 return str(last[1])
-            t = content.text_of(content.without_markers(step.input)).lower()
+            t = content.unmarked_text(step.input).lower()
             if len(t) <= INPUT_TEXT_KEPT:
                 self._texts[key] = t
             else:  # kept until another long input is read

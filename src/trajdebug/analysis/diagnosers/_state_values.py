@@ -137,7 +137,7 @@ def _stored_under(step: Step) -> Iterable[Evidence]:
     keys = [k for k in step.output if isinstance(k, str) and content.ID_TOKEN.fullmatch(k)] if isinstance(step.output, Mapping) else []
     if step.kind != "state" or step.status != "ok" or not keys:
         return
-    given = content.text_of(content.without_markers(step.input))
+    given = content.unmarked_text(step.input)
     ids = {m.group(0) for m in content.ID_TOKEN.finditer(given)}
     for k in keys:
         if k in ids:
