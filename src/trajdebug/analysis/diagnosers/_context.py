@@ -140,7 +140,14 @@ class DiagnoseContext:
             self.diagnosed += 1
             step = self.graph.steps[step_id]
             found: list[Evidence] = []
-            for name, fn in self.rules(step, summarized=_summarized(step.input) or _summarized(step.output)):
+            # (`rules`, read in place: its generator was resumed once per rule of every step of the run.)
+            index = self._index
+            if index is None:
+                index = self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
+            attributes = step.attributes
+            for name, fn, attribute in index.for_step(step, _summarized(step.input) or _summarized(step.output)):
+                if attribute is not None and attribute not in attributes:
+                    continue
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
             if self.contrast is not None and found:

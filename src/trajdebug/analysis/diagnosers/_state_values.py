@@ -237,7 +237,8 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         if isinstance(v, (int, float)):
             n = numerals.norm_number(r)
-            if n is None or is_year(v, step.start_ns):
+            # (`is_year` holds of 1900 to 2100 alone: a ledger's amounts are not asked, one call per leaf.)
+            if n is None or (1900 <= v <= 2100 and is_year(v, step.start_ns)):
                 continue
             seen = n in forms
         elif isinstance(v, str):
