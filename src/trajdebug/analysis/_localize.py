@@ -344,9 +344,7 @@ def _inferred_hops(r: Ranking, path: tuple[str, ...], inferred: Sequence[tuple[s
     depends on its step, the step after it on the path and its confidence alone, and a long chain's hops lie
     on the paths of every step before them: each said once per ranking (`Ranking.hop_reasons`), and each
     step's place on the path looked up, not searched for (hops times path length was quadratic)."""
-    first: dict[str, int] = {}
-    for i, s in enumerate(path):
-        first.setdefault(s, i)
+    first = dict(zip(reversed(path), range(len(path) - 1, -1, -1)))  # (a step's first place: later ones overwritten)
     memo, steps, out = r.hop_reasons, r.g.steps, []
     for step_id, conf in inferred:
         at = first.get(step_id, -1)
