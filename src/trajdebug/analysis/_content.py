@@ -60,9 +60,9 @@ class _Readings:
     texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
     leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
     keyed: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    """`keyed_values` of each value read so far (copied out: its callers change theirs)."""
     unmarked: dict[int, tuple[Any, str]] = field(default_factory=dict)
     """`unmarked_text` of each value read so far, by the id of the value as recorded (markers and all)."""
-    """`keyed_values` of each value read so far (copied out: its callers change theirs)."""
     kept: list[int] = field(default_factory=lambda: [0])
     """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
 

@@ -324,7 +324,9 @@ class DiagnoseContext:
         for part in self.upstream_parts(step, own_input=own_input):
             forms = memo.get(part)
             if forms is None:
-                forms = memo[part] = frozenset(numerals.number_forms(part))
+                forms = frozenset(numerals.number_forms(part))
+                if len(part) <= INPUT_TEXT_KEPT:  # (a longer one, a long prompt, is read by its own step alone)
+                    memo[part] = forms
             out.update(forms)
         return out
 

@@ -106,8 +106,12 @@ run's writers in between.  Keyed by the text itself, so two threads analysing at
 the other's forms."""
 
 
-_FORMS_OF_SIZE = 1 << 13
-"""Texts whose forms are kept (a long run's writers, each a few hundred characters)."""
+_FORMS_OF_SIZE = 1 << 22
+"""The characters of the texts whose forms are kept (a long run's writers, each a few hundred characters; past
+this, it starts over)."""
+
+
+_FORMS_OF_KEPT: list[int] = [0]
 
 
 _LONG_TEXT = 1 << 16
@@ -126,8 +130,10 @@ def _number_forms(text: str) -> set[str]:
         return last[1]
     forms = _FORMS_OF.get(text)  # (equal texts, not only the same object: the caller may lower a text again)
     if forms is None:
-        if len(_FORMS_OF) >= _FORMS_OF_SIZE:
+        _FORMS_OF_KEPT[0] += len(text)
+        if _FORMS_OF_KEPT[0] > _FORMS_OF_SIZE:
             _FORMS_OF.clear()
+            _FORMS_OF_KEPT[0] = len(text)
         forms = _FORMS_OF[text] = numerals.number_forms(text)
     return forms
 
