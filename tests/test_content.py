@@ -115,3 +115,32 @@ def test_number_pattern_finds_what_it_found_without_its_look_ahead(text: str) ->
     plain = re.compile(numerals._NUMBER.pattern.removeprefix(r"(?=-?\d)"))
     assert plain.pattern != numerals._NUMBER.pattern
     assert [m.span() for m in numerals._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+def test_keyed_values_read_again_in_one_analysis_are_a_fresh_copy_each_time() -> None:
+    """Within `text_memo` an upstream output is keyed once, and each reader gets its own dict: a caller that
+    deletes or adds keys in its copy (`contradictions` does) leaves the next reader's untouched."""
+    record = {"order": {"id": "A-1", "qty": 3}, "items": [{"sku": "X"}], "Note": "ok"}
+    with content.text_memo():
+        first = content.keyed_values(record)
+        first.pop("qty")
+        first["extra"] = 1
+        second = content.keyed_values(record)
+        second.clear()
+        third = content.keyed_values(record)
+    assert third == {"id": "A-1", "qty": 3, "sku": "X", "note": "ok"} == content.keyed_values(record)
+    assert third is not first and third is not second
+
+
+def test_unmarked_text_is_the_text_of_the_value_without_markers_read_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`unmarked_text` is `text_of(without_markers(value))`, markers left out, and within one analysis a value
+    given to many steps (an enclosing step's input) is written out once, not once per reader."""
+    value: dict[str, object] = {"task": "Book 3 rooms", "items": [1, 2.5, ("a", None)]}
+    value["client"] = {content.REPR_KEY: "<Client>"}
+    expected = content.text_of(content.without_markers(value))
+    assert "Client" not in expected and content.unmarked_text(value) == expected
+    calls = _counting_dumps(monkeypatch)
+    with content.text_memo():
+        assert [content.unmarked_text(value) for _ in range(5)] == [expected] * 5
+    assert len(calls) == 1
+    assert content.unmarked_text("as is") == "as is" and content.unmarked_text(None) == ""

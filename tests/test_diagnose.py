@@ -2724,3 +2724,25 @@ def test_a_dropped_word_later_steps_hold_only_inside_another_word_is_still_lost(
     [w] = [s for s in got.steps if s.name == "remember_usage"]
     [e] = [e for e in _from(_verdict(got, w.step_id, detect(got)), "state-write") if not e.sound]
     assert e.reason.startswith("it stores what it is given, but") and "'slate'" in e.reason
+
+
+class TestUpstreamForms:
+    def test_number_forms_read_part_by_part_are_those_of_the_whole_upstream_text(self) -> None:
+        """`upstream_forms` (each part's numbers read once per run) is `number_forms` of `upstream_text`, for
+        numbers at the start and end of a part, after a comma, with decimals and per cent, with and without the
+        step's own input."""
+        from trajdebug.analysis._numerals import number_forms
+
+        agent = Step("a", "agent", kind="agent", start_ns=1, input={"budget": "1,250.50", "note": "x 12"})
+        lookup = Step("l", "lookup", kind="tool", start_ns=2, parent_id="a", output="42\n3.14159 ,7 0.0226")
+        quote = Step("q", "quote", kind="tool", start_ns=3, parent_id="a", output={"total": 5118.450000000001, "n": 9})
+        tool = Step(
+            "t", "book", kind="tool", start_ns=4, parent_id="a", input={"amount": 5118.45, "ref": "19"},
+            deps=(D("l", "data"), D("q", "data")),
+        )
+        run = _run(agent, lookup, quote, tool, metadata={"task": "book 3 rooms at 99.9"})
+        ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+        for own in (True, False):
+            assert ctx.upstream_forms(tool, own_input=own) == number_forms(ctx.upstream_text(tool, own_input=own))
+            assert ctx.upstream_text(tool, own_input=own) == "\n".join(ctx.upstream_parts(tool, own_input=own))
+        assert "5118.45" in ctx.upstream_forms(tool) and "2.26" in ctx.upstream_forms(tool)

@@ -2134,3 +2134,34 @@ class TestRankedLazily:
         every = tuple(loc.ranked_all)
         assert loc.ranked_all == every and pickle.loads(pickle.dumps(loc.ranked_all)) == every
         assert pickle.loads(pickle.dumps(loc)) == loc
+
+
+def test_inferred_hop_reasons_name_the_step_after_each_hops_first_place_on_the_path() -> None:
+    """Each inferred hop's reason names the step after that hop's first place on the path (none at the path's
+    end), as a search of the path finds it, and a hop met again on another path is said the same way."""
+    from types import SimpleNamespace
+
+    from trajdebug.analysis._localize import _inferred_hops, _named
+
+    steps = {s: SimpleNamespace(name=f"n{s}", step_id=f"00000{s}") for s in "abcdz"}
+    r = SimpleNamespace(hop_reasons={}, g=SimpleNamespace(steps=steps))
+
+    def searched(path: tuple[str, ...], inferred: list[tuple[str, float]]) -> list[str]:
+        out = []
+        for sid, conf in inferred:
+            at = path.index(sid) if sid in path else -1
+            into = f" is in {_named(steps[path[at + 1]])}'s input" if 0 <= at < len(path) - 1 else ""
+            out.append(
+                f"the path follows an inferred edge (found by content, not recorded): {_named(steps[sid])}'s "
+                f"output{into} (confidence {conf:.2f})"
+            )
+        return out
+
+    cases = [
+        (("a", "b", "c", "b", "d"), [("b", 0.5), ("c", 1.0), ("d", 0.25), ("z", 0.9)]),
+        (("c", "b", "d"), [("c", 1.0), ("b", 0.5)]),
+        (("b", "d"), [("b", 0.5), ("b", 0.75)]),
+    ]
+    for path, inferred in cases:
+        assert _inferred_hops(r, path, inferred) == searched(path, inferred)  # type: ignore[arg-type]
+    assert len(r.hop_reasons) == 6  # (c, b, 1.0) and (b, d, 0.5) said once for two paths

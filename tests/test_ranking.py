@@ -370,3 +370,12 @@ def test_all_inputs_but_one_count_only_when_the_odd_one_was_answered_otherwise()
                    odd={"frame": "FR-4", "given": "float clear", "answered": "laminated"})
     shared = _shared(odd)
     assert shared["lk0"] == shared["lk2"] == 1.0 and shared["lk3"] == 0.0
+
+
+def test_frozen_map_views_and_lookups_are_its_dicts() -> None:
+    """A `FrozenMap`'s keys, values, items, ``get`` and ``in`` answer as its dict does, in its order, and it still
+    equals a dict with the same items."""
+    f = FrozenMap({"b": 2.0, "a": 1.0})
+    assert list(f.items()) == [("b", 2.0), ("a", 1.0)] and list(f.keys()) == ["b", "a"] and list(f.values()) == [2.0, 1.0]
+    assert f.get("a") == 1.0 and f.get("z") is None and f.get("z", 0.0) == 0.0
+    assert "a" in f and "z" not in f and f == {"b": 2.0, "a": 1.0} and f != {"a": 1.0}

@@ -386,3 +386,26 @@ class TestSeriesExcluded:
         out = {"options": [{"id": "R-105", "seats": 4}, {"id": "R-106", "seats": 12}]}
         run = _run(_t("t", "alternatives", "tool", 1, input={"near": "R-104", "exclude": ["R-101"]}, output=out))
         assert _ev(run, "t", "request-series") == []
+
+
+def test_codes_are_tokens_with_a_digit_and_a_letter_or_capitals_joined_by_a_hyphen() -> None:
+    """`_codes` keeps exactly the tokens of 2 to 30 characters that hold both a digit and a letter, or are capitals
+    joined by a hyphen: the two string tests it makes agree with reading the token character by character."""
+    import random
+    import re
+
+    from trajdebug.analysis.diagnosers._requests import _TOKEN, _codes
+
+    def scanned(text: str) -> list[str]:
+        return [
+            t for t in _TOKEN.findall(text) if 2 <= len(t) <= 30
+            and ((any(c.isdigit() for c in t) and any(c.isalpha() for c in t)) or ("-" in t and t.isupper()))
+        ]
+
+    rng = random.Random(7)
+    alphabet = "aZ9-0xQ- é٣_.R1"
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert _codes(text) == scanned(text)
+    assert _codes("ask 4D, TRV-BASIC, R-104 or 2024 and abc") == ["4D", "TRV-BASIC", "R-104"]
+    assert re.fullmatch(_TOKEN, "RT-Q12-M1")

@@ -212,3 +212,15 @@ def test_a_memory_keeping_a_few_fields_that_changed_one_the_failure_names_replac
         order,
     )
     assert "it wrote qty=120 where it was given qty=720, which the failure names" in _said(run)
+
+
+def test_number_forms_of_many_texts_are_each_texts_own() -> None:
+    """A writer's text read again after the whole run's other texts (`_lost_paths`, then `_stored_values`) gets its
+    own forms back, and a text longer than the kept ones is read alone, as it would be first."""
+    from trajdebug.analysis import _numerals as numerals
+    from trajdebug.analysis.diagnosers._write_losses import _LONG_TEXT, _number_forms
+
+    texts = [f"ledger {i}: {i * 1.5} and {i}%" for i in range(300)]
+    long = "total 7911.79; " * (_LONG_TEXT // 10)
+    for t in [*texts, long, *texts, long.upper(), long]:
+        assert _number_forms(t) == numerals.number_forms(t)

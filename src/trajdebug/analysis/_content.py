@@ -59,6 +59,10 @@ class _Readings:
 
     texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
     leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
+    keyed: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    """`keyed_values` of each value read so far (copied out: its callers change theirs)."""
+    unmarked: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    """`unmarked_text` of each value read so far, by the id of the value as recorded (markers and all)."""
     kept: list[int] = field(default_factory=lambda: [0])
     """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
 
@@ -68,6 +72,8 @@ class _Readings:
         if self.kept[0] > READINGS_KEPT:
             self.texts.clear()
             self.leaves.clear()
+            self.keyed.clear()
+            self.unmarked.clear()
             self.kept[0] = size + _ENTRY
 
 
@@ -108,6 +114,23 @@ def without_markers(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [without_markers(v, depth + 1) for v in value if not is_marker(v)]
     return value
+
+
+def unmarked_text(value: Any) -> str:
+    """`text_of` the value `without_markers`: what a step was given, as text.
+
+    Within `text_memo`, once per value: `without_markers` builds a new value on every call, which `text_of`'s
+    memo (by identity) never finds, and an enclosing step's input is read for every step inside it."""
+    memo = _READINGS.get() if not isinstance(value, str) and value is not None else None
+    if memo is not None:
+        hit = memo.unmarked.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    text = text_of(without_markers(value))
+    if memo is not None:
+        memo.keep(len(text))
+        memo.unmarked[id(value)] = (value, text)
+    return text
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
@@ -350,13 +373,23 @@ def decoded_leaves(value: Any, path: str = "", nested: int = 0) -> Iterator[tupl
 
 
 def keyed_values(value: Any) -> dict[str, Any]:
-    """The scalar leaves of a value keyed by their last field name (the first one seen wins)."""
+    """The scalar leaves of a value keyed by their last field name (the first one seen wins); a new dict, the
+    caller's to change."""
+    # An upstream output is keyed once for every step it feeds (`text_memo`), each reader given its own copy.
+    memo = _READINGS.get() if not isinstance(value, str) else None
+    if memo is not None:
+        hit = memo.keyed.get(id(value))
+        if hit is not None and hit[0] is value:
+            return dict(hit[1])
     out: dict[str, Any] = {}
     for p, v in leaves(value):
         key = p.rsplit(".", 1)[-1]
         if "[" in key or not key:
             continue
         out.setdefault(key.lower(), v)
+    if memo is not None:
+        memo.keep(len(out))
+        memo.keyed[id(value)] = (value, dict(out))
     return out
 
 

@@ -336,6 +336,30 @@ def _named(step: Any) -> str:
     return f"{step.name}#{step.step_id[-6:]}"
 
 
+def _inferred_hops(r: Ranking, path: tuple[str, ...], inferred: Sequence[tuple[str, float]]) -> list[str]:
+    """The reason of each inferred edge a candidate's path follows.
+
+    Said as what it is, with the ids (two steps may share a name): an edge found by content, which the
+    confidence grades (1.00: the output is there whole), not a weak link (nu32 finding 8).  A hop's reason
+    depends on its step, the step after it on the path and its confidence alone, and a long chain's hops lie
+    on the paths of every step before them: each said once per ranking (`Ranking.hop_reasons`), and each
+    step's place on the path looked up, not searched for (hops times path length was quadratic)."""
+    first = dict(zip(reversed(path), range(len(path) - 1, -1, -1)))  # (a step's first place: later ones overwritten)
+    memo, steps, out = r.hop_reasons, r.g.steps, []
+    for step_id, conf in inferred:
+        at = first.get(step_id, -1)
+        key = (step_id, path[at + 1] if 0 <= at < len(path) - 1 else None, conf)
+        said = memo.get(key)
+        if said is None:
+            into = f" is in {_named(steps[key[1]])}'s input" if key[1] is not None else ""
+            said = memo[key] = (
+                f"the path follows an inferred edge (found by content, not recorded): {_named(steps[step_id])}'s "
+                f"output{into} (confidence {conf:.2f})"
+            )
+        out.append(said)
+    return out
+
+
 def _candidate(r: Ranking, sid: str) -> Candidate:
     """A ranked step as a candidate: its score, reasons, path, signals and features."""
     v = r.verdict(sid)
@@ -378,15 +402,8 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
             reasons.append(f"score lowered: its output also fed {len(cons)} verified-good result(s)")
     if not reasons or all(r.startswith("reaches the failure") for r in reasons):
         reasons.insert(0, f"{NO_EVIDENCE}: ranked by its place in the failure's backward slice")
-    for step_id, conf in inferred:
-        # Said as what it is, with the ids (two steps may share a name): an edge found by content, which the
-        # confidence grades (1.00: the output is there whole), not a weak link (nu32 finding 8).
-        at = path.index(step_id) if step_id in path else -1
-        into = f" is in {_named(r.g.steps[path[at + 1]])}'s input" if 0 <= at < len(path) - 1 else ""
-        reasons.append(
-            f"the path follows an inferred edge (found by content, not recorded): {_named(r.g.steps[step_id])}'s "
-            f"output{into} (confidence {conf:.2f})"
-        )
+    if inferred:
+        reasons.extend(_inferred_hops(r, path, inferred))
     signals = tuple(dict.fromkeys(e.diagnoser for e in v.evidence if not e.sound and e.suspicion > 0))
     if sid in r.thin:
         signals += ("lineage:origin",)

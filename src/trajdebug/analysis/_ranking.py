@@ -123,6 +123,9 @@ class Ranking:
         """``written_by`` inverted once (model call -> the wrappers that passed its answer on, in run order): a
         scan of ``written_by`` per verdict was quadratic on long runs of agent spans."""
         self.fail_positions: list[int] = []
+        self.hop_reasons: dict[tuple[str, str | None, float], str] = {}
+        """The reason each inferred hop of a candidate's path is given, by (step, next step, confidence): said once
+        per ranking, not once per path through it (`trajdebug.analysis._localize._inferred_hops`)."""
 
     # -- the slice ----------------------------------------------------------------
 

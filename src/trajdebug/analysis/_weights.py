@@ -9,7 +9,7 @@ steps whose declared checks all passed (`_verified_good`).  `FrozenMap` holds a 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import replace
 from typing import Any
 
@@ -119,6 +119,23 @@ class FrozenMap(Mapping[str, float]):
 
     def __len__(self) -> int:
         return len(self._d)
+
+    # The dict's own views and look-ups: `Mapping`'s generic ones go through `__getitem__` key by key, and the
+    # learned ranker reads every ranked step's features (10,000 maps on a long run).
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._d.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[float]:
+        return self._d.values()
+
+    def items(self) -> ItemsView[str, float]:
+        return self._d.items()
 
     def __hash__(self) -> int:
         return hash(frozenset(self._d.items()))

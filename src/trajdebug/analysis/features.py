@@ -195,6 +195,20 @@ def _hand(c: Candidate, rank: int, top_score: float, total: int) -> dict[str, fl
     return out
 
 
+_RANKER_NAMES: dict[str, str] = {}
+"""Each hand-ranker feature's name in the learned ranker's namespace, written once (a few hundred names, read
+for every ranked step)."""
+
+
+def _ranker_name(name: str) -> str:
+    said = _RANKER_NAMES.get(name)
+    if said is None:
+        if len(_RANKER_NAMES) >= 1 << 14:  # (names carry diagnoser names only: a bound all the same)
+            _RANKER_NAMES.clear()
+        said = _RANKER_NAMES[name] = f"ranker:{name}"
+    return said
+
+
 def features(analysis: Analysis, graph: DependencyGraph | None = None) -> dict[Key, dict[str, float]]:
     """The features of every ranked step of an analysis (see the module docstring).
 
@@ -242,7 +256,7 @@ def features(analysis: Analysis, graph: DependencyGraph | None = None) -> dict[K
             f.update(_hand(c, rank, top_score, len(keys)))
             # The hand ranker's own features, in a namespace of their own: same-named structural
             # features here are scaled differently, and a model only reads the names it was trained on.
-            f.update({f"ranker:{k}": float(v) for k, v in c.features.items()})
+            f.update({_ranker_name(k): float(v) for k, v in c.features.items()})
         else:
             f["hand_rank_inv"] = 1.0 / rank
             f["hand_rank_rel"] = (rank - 1) / max(len(keys) - 1, 1)

@@ -110,9 +110,11 @@ class Model:
             return [self.raw(f) for f in rows]
         seen: dict[tuple[int, ...], float] = {}
         out: list[float] = []
+        names = self.feature_names
         for f in rows:
-            x = [float(f.get(name, 0.0)) for name in self.feature_names]
-            if any(v != v for v in x):
+            get = f.get
+            x = [float(get(name, 0.0)) for name in names]
+            if any(map(math.isnan, x)):
                 out.append(self._walk(x))
                 continue
             cell = cut.cell(x)
@@ -209,7 +211,7 @@ class Splits:
     def cell(self, x: Sequence[float]) -> tuple[int, ...]:
         """The row's cell: per used feature, how many of its thresholds lie below the value (``x <= t`` of a
         threshold ``t`` holds exactly when this count is at most ``t``'s index)."""
-        return tuple(bisect.bisect_left(c, x[i]) for i, c in zip(self.used, self.cuts, strict=True))
+        return tuple(map(bisect.bisect_left, self.cuts, [x[i] for i in self.used]))  # (cuts and used pair up)
 
 
 _SPLITS: dict[int, tuple[Model, Splits | None]] = {}
@@ -338,6 +340,15 @@ def _key(c: Candidate) -> Key:
     return (c.run_id, c.step_id)
 
 
+def _with_share(c: Candidate, confidence: float | None, share: float) -> Candidate:
+    """`dataclasses.replace` of a candidate's confidence and share, field by field: every ranked step is one, and
+    `replace`'s generic walk over the fields was a twentieth of the learned ranking."""
+    return Candidate(
+        c.step_id, c.score, c.reasons, c.path, c.inferred, c.root, c.correction, c.run_id, c.signals, c.features,
+        confidence, share,
+    )
+
+
 def rerank(
     analysis: Analysis,
     model: Model | str | Path | None = "default",
@@ -361,7 +372,7 @@ def rerank(
     order = {k: i for i, k in enumerate(conf)}
     pool = loc.ranked_all or loc.candidates
     cands = sorted(pool, key=lambda c: (-prob.get(_key(c), 0.0), order.get(_key(c), 0)))
-    cands = [replace(c, confidence=conf.get(_key(c)), share=prob.get(_key(c), 0.0)) for c in cands]
+    cands = [_with_share(c, conf.get(_key(c)), prob.get(_key(c), 0.0)) for c in cands]
     ranking = tuple(dict.fromkeys(sid for _, sid in sorted(prob, key=lambda k: (-prob[k], order[k]))))
     placed = set(ranking)
     rest = tuple(s for s in loc.ranking if s not in placed)

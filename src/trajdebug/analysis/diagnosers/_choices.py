@@ -289,7 +289,7 @@ def looked_up(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
     lower case in the request ("a dog", "must be active") names no record.
     """
     left = {v.strip().lower() for v in values if isinstance(v, str) and len(v.strip()) >= 3}
-    asked = content.text_of(content.without_markers(step.input))
+    asked = content.unmarked_text(step.input)
     found: set[str] = set()
     pos = ctx.graph.position(step.step_id)
     for s in ctx.run.steps[pos + 1 : pos + 1 + reach]:

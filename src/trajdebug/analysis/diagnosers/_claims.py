@@ -157,7 +157,8 @@ class _Forms:
 
     def __contains__(self, n: object) -> bool:
         if self._own is None:
-            self._own = numerals.number_forms(self._hay)
+            # (`hay` is the step's `upstream_text`: its forms are read part by part, each part once per run.)
+            self._own = self._ctx.upstream_forms(self._step)
         if n in self._own:
             return True
         if self._agg is None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._sql import schema_from_metadata
 from trajdebug.analysis.diagnosers._reads import DiagnoserIndex
@@ -139,7 +140,14 @@ class DiagnoseContext:
             self.diagnosed += 1
             step = self.graph.steps[step_id]
             found: list[Evidence] = []
-            for name, fn in self.rules(step, summarized=_summarized(step.input) or _summarized(step.output)):
+            # (`rules`, read in place: its generator was resumed once per rule of every step of the run.)
+            index = self._index
+            if index is None:
+                index = self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
+            attributes = step.attributes
+            for name, fn, attribute in index.for_step(step, _summarized(step.input) or _summarized(step.output)):
+                if attribute is not None and attribute not in attributes:
+                    continue
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
             if self.contrast is not None and found:
@@ -291,7 +299,7 @@ class DiagnoseContext:
             last = self._step_facts.get("\0in")
             if last is not None and last[0] is step:
                 return str(last[1])
-            t = content.text_of(content.without_markers(step.input)).lower()
+            t = content.unmarked_text(step.input).lower()
             if len(t) <= INPUT_TEXT_KEPT:
                 self._texts[key] = t
             else:  # kept until another long input is read
@@ -299,7 +307,31 @@ class DiagnoseContext:
         return t
 
     def upstream_text(self, step: Step, *, own_input: bool = True) -> str:
-        """Lower-case text of what a step could have taken its values from.
+        """Lower-case text of what a step could have taken its values from (`upstream_parts`, one a line): kept
+        for the step's other diagnosers, which read it too."""
+        key = "\0up-text" if own_input else "\0up-text-given"
+        text: str = self.step_fact(step, key, lambda: "\n".join(self.upstream_parts(step, own_input=own_input)))
+        return text
+
+    def upstream_forms(self, step: Step, *, own_input: bool = True) -> set[str]:
+        """`numerals.number_forms` of `upstream_text`, read part by part: a part is the output of a parent or the
+        input of an enclosing step, read by many steps, and its numbers are found once per run.  The same set:
+        no number spans the line between two parts, and a line's end bounds a number as the text's end does."""
+        memo: dict[str, frozenset[str]] = self.memo("number-forms", dict)
+        if len(memo) >= 1 << 14:  # (parts are the run's texts: a bound on a long run's all the same)
+            memo.clear()
+        out: set[str] = set()
+        for part in self.upstream_parts(step, own_input=own_input):
+            forms = memo.get(part)
+            if forms is None:
+                forms = frozenset(numerals.number_forms(part))
+                if len(part) <= INPUT_TEXT_KEPT:  # (a longer one, a long prompt, is read by its own step alone)
+                    memo[part] = forms
+            out.update(forms)
+        return out
+
+    def upstream_parts(self, step: Step, *, own_input: bool = True) -> tuple[str, ...]:
+        """The lower-case texts of what a step could have taken its values from.
 
         Its own input (optional), the outputs of the steps it depends on, and the
         run's task metadata, and the inputs of the steps enclosing it.  Also the outputs of the steps that ran just before it:
@@ -338,7 +370,7 @@ class DiagnoseContext:
             parent, hops = outer.parent_id, hops + 1
         # (The run's task is the same for every step: written out once.)
         parts.extend(self.memo("task-texts", self._task_texts))
-        return "\n".join(parts)
+        return tuple(parts)
 
     def _task_texts(self) -> tuple[str, ...]:
         meta = self.run.metadata

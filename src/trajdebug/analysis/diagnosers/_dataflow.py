@@ -471,7 +471,7 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any], ct
         return
     # (Read once something was lost: most writers store all they are given.)
     stored = _values_of(written)
-    src = content.text_of(content.without_markers(step.input)).lower()
+    src = content.unmarked_text(step.input).lower()
     copied = len(stored) - len(_lost(stored, src))
     storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)

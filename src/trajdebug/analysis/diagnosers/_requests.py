@@ -361,11 +361,13 @@ _LAST_RUN = re.compile(r"(?:[A-Za-z]+|[0-9]+)$")
 
 def _codes(text: str) -> list[str]:
     """The codes written in a text: tokens with a digit, or capitals joined by a hyphen (``4D``, ``TRV-BASIC``)."""
+    # (A token is ASCII letters and digits joined by hyphens: without its hyphens it holds a digit exactly when
+    # it is not all letters, and a letter when it is not all digits; two string tests, not a scan per character.)
     return [
         t
         for t in _TOKEN.findall(text)
         if 2 <= len(t) <= 30
-        and ((any(c.isdigit() for c in t) and any(c.isalpha() for c in t)) or ("-" in t and t.isupper()))
+        and ((not (bare := t.replace("-", "")).isalpha() and not bare.isdigit()) or ("-" in t and t.isupper()))
     ]
 
 

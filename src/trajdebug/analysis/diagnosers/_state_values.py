@@ -137,7 +137,7 @@ def _stored_under(step: Step) -> Iterable[Evidence]:
     keys = [k for k in step.output if isinstance(k, str) and content.ID_TOKEN.fullmatch(k)] if isinstance(step.output, Mapping) else []
     if step.kind != "state" or step.status != "ok" or not keys:
         return
-    given = content.text_of(content.without_markers(step.input))
+    given = content.unmarked_text(step.input)
     ids = {m.group(0) for m in content.ID_TOKEN.finditer(given)}
     for k in keys:
         if k in ids:
@@ -237,7 +237,8 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         if isinstance(v, (int, float)):
             n = numerals.norm_number(r)
-            if n is None or is_year(v, step.start_ns):
+            # (`is_year` holds of 1900 to 2100 alone: a ledger's amounts are not asked, one call per leaf.)
+            if n is None or (1900 <= v <= 2100 and is_year(v, step.start_ns)):
                 continue
             seen = n in forms
         elif isinstance(v, str):

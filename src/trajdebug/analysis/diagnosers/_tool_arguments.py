@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis import _numerals as numerals
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._conflicts import contradictions, present, upstream_outputs
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
@@ -135,7 +134,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     args = list(content.decoded_leaves(step.input))
     # The haystack's numbers are read only when an argument is a number (`present` reads ``forms`` for those alone).
     numeric = any(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in args)
-    forms = numerals.number_forms(hay) if numeric else set()
+    forms = ctx.upstream_forms(step, own_input=False) if numeric else set()
     checked, missing, chosen = 0, [], False
     echoed = _echoed(step, ctx)
     for path, v in args:
@@ -339,13 +338,16 @@ def _read_own_answer(step: Step, lexicon: Lexicon) -> tuple[tuple[str, str], ...
     if not isinstance(out, (Mapping, list)) or not isinstance(step.input, Mapping):
         return None
     given = {repr(v) for _, v in content.leaves(step.input)}
-    own = sorted((p, repr(v)) for p, v in content.leaves(out) if repr(v) not in given)
-    dull = lexicon.boolean_words | lexicon.default_words
-    telling = [v for _, v in content.leaves(out) if repr(v) not in given and not isinstance(v, bool) and (
-        (isinstance(v, (int, float)) and v != 0) or (isinstance(v, str) and len(v.strip()) >= 2 and v.strip().casefold() not in dull))]
-    if len(own) < 3 or len(telling) < 2:
+    # The answer's leaves walked and written once (each was walked twice and written three times, per call).
+    mine = [(p, v, r) for p, v in content.leaves(out) if (r := repr(v)) not in given]
+    if len(mine) < 3:
         return None
-    return tuple(own)
+    dull = lexicon.boolean_words | lexicon.default_words
+    telling = sum(1 for _, v, _ in mine if not isinstance(v, bool) and (
+        (isinstance(v, (int, float)) and v != 0) or (isinstance(v, str) and len(v.strip()) >= 2 and v.strip().casefold() not in dull)))
+    if telling < 2:
+        return None
+    return tuple(sorted((p, r) for p, _, r in mine))
 
 
 __all__ = [

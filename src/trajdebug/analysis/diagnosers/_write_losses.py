@@ -99,18 +99,43 @@ def _same_number(raw: str, value: Any) -> bool:
     return isinstance(value, (int, float)) and float(raw.strip().replace(",", "")) == float(value)
 
 
-_FORMS_OF: list[tuple[str, set[str]] | None] = [None]
-"""The last text `_number_forms` read with its forms, as one pair: a writer's leaves are each tested against the
-same text.  One pair swapped whole, so two threads analysing at once never pair one text with the other's forms."""
+_FORMS_OF: dict[str, set[str]] = {}
+"""The texts `_number_forms` read, with their forms: a writer's leaves are each tested against the same text, and
+each writer's text is read twice (what its calls leave out, `_lost_paths`, then what this call lost), the whole
+run's writers in between.  Keyed by the text itself, so two threads analysing at once never pair one text with
+the other's forms."""
+
+
+_FORMS_OF_SIZE = 1 << 22
+"""The characters of the texts whose forms are kept (a long run's writers, each a few hundred characters; past
+this, it starts over)."""
+
+
+_FORMS_OF_KEPT: list[int] = [0]
+
+
+_LONG_TEXT = 1 << 16
+"""A text longer than this (characters) is kept alone, as one pair, until the next long one (`_LONG_FORMS`)."""
+
+
+_LONG_FORMS: list[tuple[str, set[str]] | None] = [None]
 
 
 def _number_forms(text: str) -> set[str]:
-    """`numerals.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
-    last = _FORMS_OF[0]
-    if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        last = (text, numerals.number_forms(text))
-        _FORMS_OF[0] = last
-    return last[1]
+    """`numerals.number_forms` of a text, kept for later calls on the same text (the caller does not change it)."""
+    if len(text) > _LONG_TEXT:
+        last = _LONG_FORMS[0]
+        if last is None or last[0] != text:  # (one pair swapped whole: see `_FORMS_OF`)
+            last = _LONG_FORMS[0] = (text, numerals.number_forms(text))
+        return last[1]
+    forms = _FORMS_OF.get(text)  # (equal texts, not only the same object: the caller may lower a text again)
+    if forms is None:
+        _FORMS_OF_KEPT[0] += len(text)
+        if _FORMS_OF_KEPT[0] > _FORMS_OF_SIZE:
+            _FORMS_OF.clear()
+            _FORMS_OF_KEPT[0] = len(text)
+        forms = _FORMS_OF[text] = numerals.number_forms(text)
+    return forms
 
 
 def _with_json_read(value: Any, depth: int = 0) -> Any:

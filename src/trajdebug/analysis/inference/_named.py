@@ -404,7 +404,7 @@ class _Texts(dict[int, str]):
     def of(self, key: int, value: Any) -> str:
         text = self.get(key)
         if text is None:
-            text = self[key] = content.text_of(value if key >= 0 else content.without_markers(value)).lower()
+            text = self[key] = (content.text_of(value) if key >= 0 else content.unmarked_text(value)).lower()
         return text
 
     def holds(self, key: int, value: Any, named: str) -> bool:
