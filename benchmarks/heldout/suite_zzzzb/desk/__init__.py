@@ -1,0 +1,1 @@
+"""The eight office and service agents of suite_zzzzb."""
