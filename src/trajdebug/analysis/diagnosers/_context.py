@@ -141,11 +141,9 @@ class DiagnoseContext:
             step = self.graph.steps[step_id]
             found: list[Evidence] = []
             # (`rules`, read in place: its generator was resumed once per rule of every step of the run.)
-            index = self._index
-            if index is None:
-                index = self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
             attributes = step.attributes
-            for name, fn, attribute in index.for_step(step, _summarized(step.input) or _summarized(step.output)):
+            summarized = _summarized(step.input) or _summarized(step.output)
+            for name, fn, attribute in self._rule_index().for_step(step, summarized):
                 if attribute is not None and attribute not in attributes:
                     continue
                 for e in fn(step, self):
@@ -158,12 +156,15 @@ class DiagnoseContext:
     def rules(self, step: Step, *, summarized: bool = False) -> Iterator[tuple[str, Diagnoser]]:
         """The diagnosers that can fire on a step, in order: those whose declaration (`Reads`) excludes it are
         left out, and with ``summarized`` (the step was recorded in summary mode) those that read content."""
-        index = self._index
-        if index is None:
-            index = self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
-        for name, fn, attribute in index.for_step(step, summarized):
+        for name, fn, attribute in self._rule_index().for_step(step, summarized):
             if attribute is None or attribute in step.attributes:
                 yield name, fn
+
+    def _rule_index(self) -> DiagnoserIndex:
+        """The diagnosers indexed by what they read, built on first use (`rules` and the verdict loop read it)."""
+        if self._index is None:
+            self._index = DiagnoserIndex(self.diagnosers, self, SUMMARY_SAFE)
+        return self._index
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
         """A run-wide fact computed once and shared by the diagnosers (``compute()`` on first use)."""
