@@ -115,8 +115,10 @@ round's final analysis: development suites since).  ``suite_zzzx`` and ``suite_z
 at 08:51 UTC, scored once held out at 10:14-10:16 UTC on 92b02ede, the last round's final analysis: development suites
 since).  ``suite_zzzz`` and ``suite_zzzza`` (written blind and frozen at 09:54 and 09:51 UTC, before any change of the
 round merged, scored once held out at 11:08-11:09 UTC on e394f96a, the round's final analysis: development suites
-since).  ``suite_zzzzb`` and ``suite_zzzzc`` (written blind at the round's end, frozen at 11:02 and 11:03 UTC: the
-next round's first measure) are held out
+since).  ``suite_zzzzb`` and ``suite_zzzzc`` (written blind, frozen at 11:02 and 11:03 UTC, scored
+once held out at 12:29-12:29 UTC on 402375e5, the last round's final analysis: development suites since).
+``suite_zzzzd`` and ``suite_zzzze`` (written blind at round 62's start, frozen before any change of the round
+merged: scored once on its final analysis) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -140,8 +142,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzzc": "held out (written blind on 2026-12-07 at the end of round 61; not yet scored: the next round's first measure, with suite_zzzzb)",
-    "suite_zzzzb": "held out (written blind on 2026-12-07 at the end of round 61; not yet scored: the next round's first measure, with suite_zzzzc)",
+    "suite_zzzze": "held out (written blind on 2026-12-07 at the start of round 62, frozen before any change of the round merged; scored once at its end, with suite_zzzzd)",
+    "suite_zzzzd": "held out (written blind on 2026-12-07 at the start of round 62, frozen before any change of the round merged; scored once at its end, with suite_zzzze)",
+    "suite_zzzzc": "development (scored once held out on 2026-12-07 at 12:29 UTC on 402375e5; its misses not yet studied)",
+    "suite_zzzzb": "development (scored once held out on 2026-12-07 at 12:29 UTC on 402375e5; its misses not yet studied)",
     "suite_zzzza": "development (scored once held out on 2026-12-07 at 11:09 UTC on e394f96a; its misses not yet studied)",
     "suite_zzzz": "development (scored once held out on 2026-12-07 at 11:08 UTC on e394f96a; its misses not yet studied)",
     "suite_zzzy": "development (scored once held out on 2026-12-07 at 10:16 UTC on 92b02ede; its misses not yet studied)",
