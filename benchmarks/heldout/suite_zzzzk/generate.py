@@ -185,7 +185,7 @@ def main(argv: list[str]) -> int:
             common.MODEL = server.model
             common.SERVER = server
             for name in names:
-                mod = importlib.import_module(f"agents.{name}")
+                mod = importlib.import_module(f"zk_agents.{name}")
                 t1 = time.time()
                 ids.extend(run_agent(mod, server, out, tmp))
                 print(f"{name}: {len(mod.CASES)} cases in {time.time() - t1:.1f}s", flush=True)
