@@ -29,7 +29,9 @@ in its reach, and the next question is the one that leaves the least
 probability mass expected: a wrong answer keeps the step's reach, a correct
 one removes the steps whose every path to the deepest wrong step runs through
 it (its region of the post-dominator tree, Cooper, Harvey & Kennedy 2001);
-on a tree this is Shapiro's divide and query (the split nearest half);
+on a tree this is Shapiro's divide and query (the split nearest half),
+and after "wrong input" the questions stay among that step's producers
+(`_following`);
 ``top-down`` asks the inputs of the deepest wrong step, latest first;
 ``linear`` scans backward from the failure in start order.
 
@@ -263,6 +265,12 @@ class GuidedSearch(GuidedState):
         reach = self._reaches()
         total = self._mass(cand) or 1.0
         lead = self._leader(cand, total, set(open_), reach)
+        # After "wrong input" the next questions are about that step's producers (`_following`), unless one
+        # candidate holds most of the mass: that one is asked directly, as anywhere.
+        follow = [] if lead is not None else self._following(open_)
+        if follow:
+            open_ = follow
+            lead = self._leader(cand, total, set(open_), reach)
         self.chosen_by = "gain" if lead is None else "likeliest"
         if lead is not None:
             return lead
@@ -301,6 +309,33 @@ class GuidedSearch(GuidedState):
         if not inputs:
             return None
         return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
+
+    def _following(self, open_: list[int]) -> list[int]:
+        """The open producers of the step last answered "wrong input" (inadmissible) while none of them stands
+        wrong: the answer says one of them is, so they are asked next, the likeliest first as any question is
+        chosen (the leader, else the least mass expected left), and like ones as a group (`group`).  Asked
+        elsewhere, the question leaves the person's "wrong input" unfollowed (a new user answered it on
+        send_invites and was asked four policy steps and a get_calendar off its chain).  Empty when no such
+        step is left (every producer answered: a wrong one is the search's new focus; all right, the input
+        came unrecorded, `Verdicts.earlier`), and when one is left open (see below).
+
+        Why this is sound (Shapiro, *Algorithmic Program Debugging*, 1983: a procedure given an inadmissible
+        input is not itself at fault; the fault lies among the procedures that produced the input, so a
+        producer is the likeliest question to find a wrong step).  Only which step is asked next changes:
+        what each answer implies (the candidates, the reaches, the prior's mass) is as before, so the root
+        the answers prove is the same, and the mass each producer leaves still picks among them."""
+        bad = self.verdicts.inadmissible()
+        if not bad:
+            return []
+        last = next((self.index[a.step_id] for a in reversed(self.log) if a.correct is False and a.step_id in self.index
+                     and bad >> self.index[a.step_id] & 1), None)
+        if last is None or any(self.verdict(p) is False for p in self.parents[last]):
+            return []
+        mine = set(self.parents[last])
+        out = [i for i in open_ if i in mine]
+        # One open producer left is wrong by that answer alone (unless fed unrecorded): asking it would tell
+        # the search nothing it weighs, so the question is chosen as anywhere (a chain is bisected, not walked).
+        return out if len(out) > 1 else []
 
     # -- questions about a group of like steps -------------------------------------
 

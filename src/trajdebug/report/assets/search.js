@@ -184,11 +184,11 @@ function guidedEngine(A) {
       cand = both;
       if (!hasBit(bad, i) && size.get(i) <= size.get(focus)) focus = i;
     }
-    return { r, cand: cand || bitset(n), focus, conflict, wrong };
+    return { r, cand: cand || bitset(n), focus, conflict, wrong, bad };
   }
   function next() {
     if (F < 0) return null;
-    const { r, cand, focus, conflict } = compute();
+    const { r, cand, focus, conflict, bad } = compute();
     if (conflict) return null;  // the page does not re-ask: it names both sides
     // A tie anywhere is settled first: a step that turns out wrong may contradict the root found so far.
     let tie = -1;
@@ -199,15 +199,35 @@ function guidedEngine(A) {
     // Not answered yet (an unknown is not asked again), or disputed; a pass-through container waits.
     const open = members.filter((i) => i !== F && (answered[i] ? V.disputed(i, 1) && V.count(i) < MAX_ASKS : !waits(i)));
     if (!open.length) return null;
-    return A.ids[choose(open, cand, focus, r)];
+    return A.ids[choose(open, cand, focus, r, bad)];
+  }
+  // GuidedSearch._following: the open producers of the step last answered "wrong input", while none of them
+  // stands wrong: they are asked next (Shapiro 1983: a wrong input means the fault lies among its producers).
+  function following(open, bad) {
+    let last = -1;
+    for (let k = log.length - 1; k >= 0 && last < 0; k--) {
+      const i = A.ids.indexOf(log[k].step_id);
+      if (log[k].correct === false && i >= 0 && hasBit(bad, i)) last = i;
+    }
+    if (last < 0 || parents[last].some((p) => V.verdict(p) === false)) return [];
+    const mine = new Set(parents[last]);
+    const out = open.filter((i) => mine.has(i));
+    return out.length > 1 ? out : [];  // one left open is wrong by that answer alone: chosen as anywhere
   }
   // GuidedSearch._choose: the question that leaves the least probability mass expected; a wrong answer
   // keeps the step's reach, a correct one clears what reaches the focus only through it.
-  function choose(open, cand, focus, r) {
+  function choose(open, cand, focus, r, bad) {
     const total = mass(cand) || 1;
     const openSet = new Set(open);
-    const lead = leader(bitsOf(cand), cand, total, openSet, r);
+    let lead = leader(bitsOf(cand), cand, total, openSet, r);
     if (lead !== null) return lead;
+    // After "wrong input", that step's producers, unless one candidate holds most of the mass (asked above).
+    const follow = bad.some((x) => x) ? following(open, bad) : [];
+    if (follow.length) {
+      open = follow;
+      lead = leader(bitsOf(cand), cand, total, new Set(open), r);
+      if (lead !== null) return lead;
+    }
     if (open.length > POOL) {
       // The likeliest steps, and steps spread evenly in topological order (a flat prior ranks none).
       const inputs = parents[focus].filter((p) => openSet.has(p));
