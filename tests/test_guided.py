@@ -1179,3 +1179,36 @@ def test_root_causes_open_on_the_root_the_guided_search_names(tmp_path: object) 
         suspects = [c.step_id for c in a.root_causes if c.run_id is None]
         order = [sid for sid, _ in a.guided.candidates if sid in suspects]
         assert suspects[: len(order)] == order, top
+
+
+def _fed_twice(n: int = 6) -> GuidedSearch:
+    """A chain u0..u{n-1} and a step v both feeding m, which feeds the failure f; a flat prior over the slice."""
+    from tests.builders import step
+
+    steps = [step("u0", "u", "other", 0, {}, {"o": 0})]
+    steps += [step(f"u{k}", "u", "other", 2 * k, {}, {"o": k}, f"u{k - 1}") for k in range(1, n)]
+    steps += [step("v", "v", "other", 40, {}, {"o": 2}), step("m", "m", "other", 42, {}, {"o": 3}, f"u{n - 1}", "v")]
+    steps += [step("f", "f", "other", 50, {}, {"o": 5}, "m")]
+    names = [s.step_id for s in steps[:-1]]
+    # Scores doubling per rank undo the prior's halving per rank: each step weighs alike.
+    cands = [Candidate(s, 2.0**k, (), (s, "f")) for k, s in enumerate(names)]
+    loc = Localization(cands, SearchStats(n + 3, n + 3, 0.0), failures=(Failure("f", "outcome", "wrong", "x", "final"),),
+                       ranking=tuple(names), ranked_all=tuple(cands))
+    return GuidedSearch(Analysis(Run("r", "t", 0, 60, "failure", "wrong", steps=tuple(steps)), loc.failures, loc), once=True)
+
+
+def test_after_a_wrong_input_the_next_question_is_one_of_that_steps_producers_and_a_lone_one_is_not_walked() -> None:
+    """Answered "wrong input" on m, the search asks next about one of m's producers (v), not a step up the
+    chain the least mass expected left alone would ask (u2: Shapiro, a wrong input puts the fault among the
+    producers); with v answered right, the one open producer left (u5) is wrong by that answer alone, so the
+    chain above it is bisected, not walked, and the root is still proved."""
+    gs = _fed_twice()
+    gs.answer(Answer("m", False, "person", 1, admissible=False))
+    assert gs.next_question() == "v"
+    gs.answer(Answer("v", True, "person", 1))
+    asked = []
+    while (sid := gs.next_question()) is not None:
+        asked.append(sid)
+        gs.answer(Answer(sid, int(sid[1:]) < 1 if sid.startswith("u") else True, "person", 1))
+    g = gs.result()
+    assert asked[0] != "u5" and g.root == "u1" and g.certain
