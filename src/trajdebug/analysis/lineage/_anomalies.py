@@ -214,16 +214,21 @@ def _conflicts(
 
 
 def _asked(view: StepView, inputs: Collection[Atom]) -> frozenset[str]:
-    """The values the step was given under a field its output does not write: what it was asked to produce.
+    """The values the step was given, one per field, under a field its output does not write: what it was
+    asked to produce.
 
     A conversion given ``currency=USD`` and ``to=EUR`` that answers ``currency=EUR`` wrote the value it was
     told to (the target field is an instruction, consumed, not echoed).  A value the output also writes under
     the field it was given in is no such order: a swap (``origin`` and ``destination`` traded) keeps both
     fields, and stays a conflict."""
     written = {a.field for a in view.outputs if a.field}
-    return frozenset(
-        a.key for a in inputs if a.field and a.kind != "number" and a.field not in written and a.field not in GENERIC_FIELDS
-    )
+    by_field: dict[str, set[str]] = {}
+    for a in inputs:
+        if a.field and a.kind != "number" and a.field not in written and a.field not in GENERIC_FIELDS:
+            by_field.setdefault(a.field, set()).add(a.key)
+    # (A field holding several values is a choice to make, no order: answering the next of the beds it was
+    # handed is still a wrong pick.)
+    return frozenset(k for keys in by_field.values() if len(keys) == 1 for k in keys)
 
 
 _LIST_SEPARATORS = re.compile(r"\s*[,;|/&+\-]\s*")
