@@ -468,11 +468,11 @@ def _scored(
     if constant is None or constant[0] not in seen_at:
         return [(m, probe) for m in index._score(probe, excluded, min_confidence)]
     boundary = seen_at[constant[0]]
-    before = range(boundary)
-    after = set(range(boundary, len(index)))
     rest = probe_input(constant[1])
-    found = [(m, probe) for m in index._score(probe, excluded | after, min_confidence)]
-    found += [(m, rest) for m in index._score(rest, excluded.union(before), min_confidence)]
+    # (Both scorings share each atom among all its holders, as one scoring would: only where each producer is
+    # looked for changes, not how much the others' holding a value weakens it.)
+    found = [(m, probe) for m in index._score(probe, excluded, min_confidence) if m[3] < boundary]
+    found += [(m, rest) for m in index._score(rest, excluded, min_confidence) if m[3] >= boundary]
     found.sort(key=itemgetter(0))
     return found
 
