@@ -504,13 +504,20 @@ _MAX_LEAVES = 2000
 """The leaves of a first call's input compared with the other calls' at most (a long conversation's)."""
 
 
+_MIN_WORDS = 3
+"""The fewest words a shared leaf holds to be the step's own text (a prompt, an instruction): a one- or two-word
+value two calls share (the same month, the same city) is as often the data each was handed by a step after the
+first call."""
+
+
 def _shared_texts(values: Sequence[Any]) -> set[tuple[Any, ...]]:
-    """The paths of the text leaves of the first value that every other value holds, the same, at that path."""
+    """The paths of the text leaves (of `_MIN_WORDS` words at least) of the first value that every other value
+    holds, the same, at that path."""
     out: set[tuple[Any, ...]] = set()
     for n, (path, leaf) in enumerate(_text_leaves(values[0], ())):
         if n >= _MAX_LEAVES:
             break
-        if leaf.strip() and all(_at(v, path) == leaf for v in values[1:]):
+        if len(leaf.split(None, _MIN_WORDS)) >= _MIN_WORDS and all(_at(v, path) == leaf for v in values[1:]):
             out.add(path)
     return out
 
