@@ -394,8 +394,7 @@ def infer_dependencies(
     """
     parents = {s.parent_id for s in run.steps if s.parent_id is not None}
     probes, index, order = _prepared_index(run, previous, parents)
-    constants = own_constants(run.steps, parents)
-    seen_at: dict[int, int] = {}  # position of a step -> producers indexed before it
+    constants, seen_at = own_constants(run.steps, parents), dict[int, int]()  # (`_scored`: producers before i)
     by_id = {s.step_id: s for s in run.steps}
     pids: dict[str, int] = {}
     running: list[tuple[int, int]] = []  # (end_ns, producer) of timed steps that may still run
