@@ -48,7 +48,6 @@ from trajdebug.analysis.lineage._views import (
     _has_word,
     failure_atoms,
     held_before,
-    no_evidence,
     seen_index,
     step_views,
     trivial,
@@ -250,8 +249,6 @@ class Lineage:
             best: dict[int, tuple[float, str]] = {}
             ancestors = _ancestors(s.step_id, self._parent)
             for a in self.views[s.step_id].inputs:
-                if no_evidence(a):
-                    continue  # (a 0 or a true found in both is no sign the one was taken from the other)
                 # The holders before this step are a prefix of the value's holders: only its length
                 # and last position are needed (a copy of it per input value was quadratic).
                 lst = self._holders.get(a.key, ())

@@ -148,17 +148,6 @@ def trivial(atom: Atom) -> bool:
     return False
 
 
-def no_evidence(atom: Atom, lexicon: Lexicon = ENGLISH) -> bool:
-    """Whether a value, found in two steps, says nothing of a flow between them: a `trivial` one, a zero or a one
-    (under any name: a rainfall of 0.0 and a zone's 0.0 litres, a count of 1 and a page 1), or a yes or no
-    (``true``).  Every run holds such values in many unrelated places."""
-    if trivial(atom):
-        return True
-    if atom.kind == "number":
-        return atom.number is not None and abs(atom.number) in (0.0, 1.0)
-    return atom.kind == "text" and atom.raw.strip().casefold() in lexicon.boolean_words
-
-
 _LEADING_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)")
 
 
