@@ -224,10 +224,11 @@ def _asked(view: StepView, inputs: Collection[Atom]) -> frozenset[str]:
     written = {a.field for a in view.outputs if a.field}
     by_field: dict[str, set[str]] = {}
     for a in inputs:
-        if a.field and a.kind != "number" and a.field not in written and a.field not in GENERIC_FIELDS:
+        if a.field and a.kind == "text" and a.field not in written and a.field not in GENERIC_FIELDS:
             by_field.setdefault(a.field, set()).add(a.key)
     # (A field holding several values is a choice to make, no order: answering the next of the beds it was
-    # handed is still a wrong pick.)
+    # handed is still a wrong pick.  Nor is an id or a date an order: given beside the ticket it works on, the
+    # previous ticket's id names another record, and answering with it picked the wrong one.)
     return frozenset(k for keys in by_field.values() if len(keys) == 1 for k in keys)
 
 
