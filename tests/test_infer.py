@@ -411,31 +411,6 @@ class TestInferDependencies:
         assert [d.step_id for d in out.step("write").deps] == ["parse"]
         assert out.step("fetch").deps == ()
 
-    def test_a_text_every_call_of_a_step_shares_is_no_data_from_an_earlier_call(self) -> None:
-        """A model called once per zone with the same system prompt, naming the tool it calls, gets no edge from
-        its earlier call's answer naming that tool: the prompt is the step's own constant, there before."""
-        system = {"role": "system", "content": "You plan greenhouse irrigation. Call water_zone_by_litres once."}
-
-        def plan(sid: str, start: int, zone: str) -> Step:
-            ask = {"role": "user", "content": f"zone {zone} reads moisture 0.{start}1 over 40 m2"}
-            answer = {"tool": "water_zone_by_litres", "args": {"zone": zone, "litres": 90 + start}}
-            return Step(sid, "plan_zone", "llm", input={"messages": [system, ask]}, output=answer, start_ns=start, end_ns=start + 1)
-
-        out = infer_dependencies(Run(run_id="r", name="r", steps=(plan("a", 1, "A"), plan("b", 3, "B"), plan("c", 5, "C"))))
-        assert [s.deps for s in out.steps] == [(), (), ()]
-
-    def test_a_text_every_call_shares_still_links_the_step_that_wrote_it_before(self) -> None:
-        """A plan written before the first of a worker's calls, and handed unchanged to each, links every call to
-        the planner (it was there before the first call, so it may have come from the planner)."""
-        steps = (
-            Step("plan", "planner", "llm", input={"goal": "x"}, output=PARAGRAPH, start_ns=1, end_ns=2),
-            Step("w1", "worker", "tool", input={"plan": PARAGRAPH, "item": "W-1"}, output={"done": "W-1"}, start_ns=3, end_ns=4),
-            Step("w2", "worker", "tool", input={"plan": PARAGRAPH, "item": "W-2"}, output={"done": "W-2"}, start_ns=5, end_ns=6),
-        )
-        out = infer_dependencies(Run(run_id="r", name="r", steps=steps))
-        assert [d.step_id for d in out.step("w1").deps] == ["plan"]
-        assert [d.step_id for d in out.step("w2").deps] == ["plan"]
-
     def test_a_producer_still_running_is_not_a_source(self) -> None:
         """With timing known, a step that ended after the consumer started is no source."""
         steps = (

@@ -394,7 +394,6 @@ def infer_dependencies(
     """
     parents = {s.parent_id for s in run.steps if s.parent_id is not None}
     probes, index, order = _prepared_index(run, previous, parents)
-    constants, seen_at = own_constants(run.steps, parents), dict[int, int]()  # (`_scored`: producers before i)
     by_id = {s.step_id: s for s in run.steps}
     pids: dict[str, int] = {}
     running: list[tuple[int, int]] = []  # (end_ns, producer) of timed steps that may still run
@@ -417,20 +416,19 @@ def infer_dependencies(
                     still_running.discard(heapq.heappop(running)[1])
             excluded = set(still_running) if timed else set()
             excluded |= _ancestor_producers(s, by_id, pids)
-            seen_at[i] = len(index)
-            scored = _scored(index, probe, excluded, min_confidence, constants.get(i), seen_at)
+            scored = index._score(probe, excluded, min_confidence)
             limit = max_edges_per_step
             if len(scored) > limit:
                 # A step given a whole conversation or state has more producers than the cap, and the
                 # earliest ones match best (every later message repeats them): the latest producer, what
                 # the step was handed last, is kept past the cap.
-                latest = min(scored, key=lambda m: m[0][1])
+                latest = min(scored, key=lambda m: m[1])
                 if latest not in scored[:limit]:
                     # The rest stays behind it: `_edges` skips recorded producers, and the next-best fills in.
                     rest = [m for m in scored[limit:] if m is not latest]
                     scored, limit = [*scored[:limit], latest, *rest], limit + 1
             # Matches are made lazily, without evidence text: most steps keep only a few.
-            matches = (index._to_match(pr, m, evidence=False) for m, pr in scored)
+            matches = (index._to_match(probe, m, evidence=False) for m in scored)
             added = _edges(run, s, matches, by_id, min_confidence, limit)
         if added:
             changed = True
@@ -447,112 +445,6 @@ def infer_dependencies(
                 heapq.heappush(running, (s.end_ns, pid))
                 still_running.add(pid)
     return replace(run, steps=tuple(new_steps)) if changed else run
-
-
-def _scored(
-    index: ContentIndex,
-    probe: InputProbe,
-    excluded: set[int],
-    min_confidence: float,
-    constant: tuple[int, Any] | None,
-    seen_at: Mapping[int, int],
-) -> list[tuple[_Scored, InputProbe]]:
-    """The producers found in a step's input (`ContentIndex._score`), each with the probe it was found in.
-
-    For a later call of a step whose calls all share some texts (``constant``: its first call's position and
-    its input without them, `own_constants`), a producer indexed after that first call began is probed
-    without those texts: they were in the step's input before that producer ran, so they cannot have come
-    from it (a constant system prompt naming a tool is no copy of a later call's answer naming that tool).
-    Producers indexed before the first call are probed with everything, as the first call was."""
-    if constant is None or constant[0] not in seen_at:
-        return [(m, probe) for m in index._score(probe, excluded, min_confidence)]
-    boundary = seen_at[constant[0]]
-    rest = probe_input(constant[1])
-    # (Both scorings share each atom among all its holders, as one scoring would: only where each producer is
-    # looked for changes, not how much the others' holding a value weakens it.)
-    found = [(m, probe) for m in index._score(probe, excluded, min_confidence) if m[3] < boundary]
-    found += [(m, rest) for m in index._score(rest, excluded, min_confidence) if m[3] >= boundary]
-    found.sort(key=itemgetter(0))
-    return found
-
-
-def own_constants(steps: Sequence[Step], parents: Collection[str]) -> dict[int, tuple[int, Any]]:
-    """For each later call of a step called several times (same name and kind), whose every call was given some
-    text leaves the same (at the same place: a system prompt, an instruction): the position of its first
-    call, and its input with those texts left out (`_given`).  A text every call shares is the step's own
-    constant, not data flowing in."""
-    calls: dict[tuple[str, str], list[tuple[int, Any]]] = {}
-    for i, s in enumerate(steps):
-        given = _given(s, parents)
-        if isinstance(given, (dict, list)):
-            calls.setdefault((s.name, s.kind), []).append((i, given))
-    out: dict[int, tuple[int, Any]] = {}
-    for group in calls.values():
-        if len(group) < 2:
-            continue
-        shared = _shared_texts([g for _, g in group])
-        if not shared:
-            continue
-        first = group[0][0]
-        for i, given in group[1:]:
-            out[i] = (first, _without(given, shared))
-    return out
-
-
-_MAX_LEAVES = 2000
-"""The leaves of a first call's input compared with the other calls' at most (a long conversation's)."""
-
-
-_MIN_WORDS = 3
-"""The fewest words a shared leaf holds to be the step's own text (a prompt, an instruction): a one- or two-word
-value two calls share (the same month, the same city) is as often the data each was handed by a step after the
-first call."""
-
-
-def _shared_texts(values: Sequence[Any]) -> set[tuple[Any, ...]]:
-    """The paths of the text leaves (of `_MIN_WORDS` words at least) of the first value that every other value
-    holds, the same, at that path."""
-    out: set[tuple[Any, ...]] = set()
-    for n, (path, leaf) in enumerate(_text_leaves(values[0], ())):
-        if n >= _MAX_LEAVES:
-            break
-        if len(leaf.split(None, _MIN_WORDS)) >= _MIN_WORDS and all(_at(v, path) == leaf for v in values[1:]):
-            out.add(path)
-    return out
-
-
-def _text_leaves(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _text_leaves(v, (*path, k))
-    elif isinstance(value, list):
-        for k, v in enumerate(value):
-            yield from _text_leaves(v, (*path, k))
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    """The value at a path of keys and list positions, None when there is none."""
-    for k in path:
-        if isinstance(value, dict) and not isinstance(k, int):
-            value = value.get(k)
-        elif isinstance(value, list) and isinstance(k, int) and k < len(value):
-            value = value[k]
-        else:
-            return None
-    return value
-
-
-def _without(value: Any, paths: Collection[tuple[Any, ...]], path: tuple[Any, ...] = ()) -> Any:
-    """A copy of a value with the leaves at ``paths`` blanked (None: the other leaves keep their paths)."""
-    if path in paths:
-        return None
-    if isinstance(value, dict):
-        return {k: _without(v, paths, (*path, k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without(v, paths, (*path, k)) for k, v in enumerate(value)]
-    return value
 
 
 def _prepared_index(

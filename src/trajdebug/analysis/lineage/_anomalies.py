@@ -177,7 +177,6 @@ def _conflicts(
     if not given:
         return
     heads = queue_heads(step, loops)
-    asked = _asked(view, inputs if inputs is not None else view.inputs)
     got: dict[str, list[Atom]] = {}
     for a in view.outputs:
         if a.field in given and a.kind != "number" and (fresh is None or (a.field, a.key) in fresh):
@@ -197,9 +196,7 @@ def _conflicts(
         # any other field it rewrites (the customer it was working for) is still checked.
         if heads:
             parts |= heads | head_fields(step, f, heads)
-        other = [
-            a for a in outs if a.key not in keys | shared | asked and a.raw.strip().lower() not in parts
-        ]
+        other = [a for a in outs if a.key not in keys | shared and a.raw.strip().lower() not in parts]
         if not other or len(other) < len(outs) / 2:
             continue
         share = len(other) / len(outs)
@@ -211,25 +208,6 @@ def _conflicts(
             + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
             "lineage:conflict",
         )
-
-
-def _asked(view: StepView, inputs: Collection[Atom]) -> frozenset[str]:
-    """The values the step was given, one per field, under a field its output does not write: what it was
-    asked to produce.
-
-    A conversion given ``currency=USD`` and ``to=EUR`` that answers ``currency=EUR`` wrote the value it was
-    told to (the target field is an instruction, consumed, not echoed).  A value the output also writes under
-    the field it was given in is no such order: a swap (``origin`` and ``destination`` traded) keeps both
-    fields, and stays a conflict."""
-    written = {a.field for a in view.outputs if a.field}
-    by_field: dict[str, set[str]] = {}
-    for a in inputs:
-        if a.field and a.kind == "text" and a.field not in written and a.field not in GENERIC_FIELDS:
-            by_field.setdefault(a.field, set()).add(a.key)
-    # (A field holding several values is a choice to make, no order: answering the next of the beds it was
-    # handed is still a wrong pick.  Nor is an id or a date an order: given beside the ticket it works on, the
-    # previous ticket's id names another record, and answering with it picked the wrong one.)
-    return frozenset(k for keys in by_field.values() if len(keys) == 1 for k in keys)
 
 
 _LIST_SEPARATORS = re.compile(r"\s*[,;|/&+\-]\s*")
