@@ -173,6 +173,22 @@ class TestInvariants:
         assert [e.diagnoser for e in found] == ["reference:ratio"]
         assert "0.92" in found[0].reason
 
+    def test_a_ratio_broken_by_a_copy_of_a_field_given_twice_is_relayed(self) -> None:
+        """A quote that always copied the shipment's weight (given in the shipment and again in the rate) as its
+        declared weight, equal to the manifest's in passing runs, relayed the wrong weight: the broken ratio
+        says it passed the weight on unchanged, and came in with its input."""
+
+        def quote(rid: str, weight: float, measured: float, fail: bool = False) -> Run:
+            given = {"shipment": {"weight": weight}, "rate": {"weight": weight, "freight": 3 * weight + 7}, "manifest": {"measured": measured}}
+            s = Step("q", "quote", "other", input=given, output={"declared": weight, "manifest_kg": measured}, start_ns=1, end_ns=2)
+            return Run(rid, "customs", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([quote(f"ok{i}", w, w) for i, w in enumerate((40.0, 95.5, 120.0, 210.0))])
+        bad = quote("bad", 54.4, 163.3, fail=True)
+        [ratio] = [e for e in violations(bad.steps[0], Lineage(bad).view("q"), profile) if e.diagnoser == "reference:ratio"]
+        assert "passed on its input's weight unchanged" in ratio.reason
+        assert ratio.given and ratio.values == ("54.4",)
+
     def test_the_same_request_answered_differently(self) -> None:
         """A tool given exactly a request a passing run made, answering otherwise, is suspect."""
         bad = _converter_run("bad", 100.0, 1.5, fail=True)

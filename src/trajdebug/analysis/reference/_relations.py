@@ -274,6 +274,29 @@ def relayed(fo: str, fi: str, x: float, ins: Mapping[str, list[Any]], st: _StepS
         seen = st.ratios.get((fo, fs), [])
         if len(seen) >= MIN_SUPPORT and all(math.isclose(q, 1.0, rel_tol=1e-6) for q in seen):
             return fs
+    return _usual_copy(fo, fi, x, ins, st)
+
+
+def _usual_copy(fo: str, fi: str, x: float, ins: Mapping[str, list[Any]], st: _StepStats) -> str | None:
+    """The input field, other than ``fi``, that every passing value of ``fo`` was a copy of (``copy(g)`` among the
+    formulas each value fits, at least `MIN_SUPPORT` of them: read from every fit, not the formula named first, which
+    is an accident of input order), when every value the step was given under it is ``x``; None otherwise.  A step
+    that did more than copy in any passing run (converted a unit, multiplied by a count, took off a coupon) and
+    forgot to here is no relay: it is the step that went wrong (revmiss63b's probes).  A field given in several
+    places (a record and the conversation repeating it) has no single-valued ratio in the profile, yet the step
+    copied it as it always did: the broken ratio came in with the copy, and the relay is no more its origin than
+    when the field was given once."""
+    fs = st.fields.get(fo)
+    if fs is None or not fs.formulas:
+        return None
+    total = sum(fs.formulas.values())
+    for shape, n in fs.fits.items():
+        op, _, field = shape.rstrip(")").partition("(")
+        if op != "copy" or field == fi or n < max(MIN_SUPPORT, total):
+            continue
+        given = ins.get(field, [])
+        if given and all(a.number is not None and math.isclose(a.number, x) for a in given):
+            return field
     return None
 
 
