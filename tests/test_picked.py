@@ -169,3 +169,78 @@ def test_a_model_answering_as_the_assistant_picked_no_message() -> None:
     failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
     ranked = {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
     assert not any("from a list it was given" in r for r in ranked["m"].reasons)
+
+
+def _registry_run(message: str) -> Run:
+    """A vehicle transfer desk: a lookup lists the vehicle's owners (its history, oldest first), a memory keeps one
+    as the owner, a form is drafted from the memory, and the registry refuses the transfer."""
+    return Run(
+        "r",
+        "transfer-desk",
+        outcome="failure",
+        steps=(
+            _t("l", "lookup_vehicle", "tool", 1, input={"vehicle": "V-12"},
+               output={"vehicle": "V-12", "owners": ["Ada Brook", "Cal Dunn"], "year": 2019}),
+            _t("m", "remember_vehicle", "state", 3,
+               input={"record": {"vehicle": "V-12", "owners": ["Ada Brook", "Cal Dunn"]}},
+               output={"vehicle": "V-12", "owner": "Ada Brook"}, deps=(D("l"),)),
+            _t("f", "draft_form", "tool", 5, input={"vehicle": "V-12", "owner": "Ada Brook"},
+               output={"form": "TF-88", "vehicle": "V-12", "owner": "Ada Brook"}, deps=(D("m"),)),
+            _t("s", "submit_transfer", "tool", 7, input={"form": "TF-88", "vehicle": "V-12", "owner": "Ada Brook"},
+               status="error", error=ErrorInfo("RuntimeError", message), deps=(D("f"),)),
+        ),
+    )
+
+
+def test_a_step_that_answered_one_item_of_a_plain_list_passing_over_the_one_the_failure_names_is_the_choice() -> None:
+    """A memory given a vehicle's owners that kept 'Ada Brook' as its owner, where the failure says the vehicle is
+    registered to 'Cal Dunn', another of those owners, made the choice the failure is about: it ranks above the
+    lookup that listed them."""
+    loc = localize(_registry_run("transfer refused: V-12 is registered to Cal Dunn; the form names another owner"))
+    top = loc.candidates[0]
+    assert top.step_id == "m"
+    assert any("passing over 'Cal Dunn'" in r for r in top.reasons)
+
+
+def test_a_failure_naming_the_item_the_step_answered_names_no_passed_over_item() -> None:
+    """When the failure names the owner the memory kept too, or none of the list's items, the memory passed over
+    nothing the failure is about."""
+    both = localize(_registry_run("transfer refused: Ada Brook and Cal Dunn must both sign"))
+    none = localize(_registry_run("transfer refused: the form is unsigned"))
+    for loc in (both, none):
+        assert not any("passing over" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def _ledger_run(logged: int, message: str) -> Run:
+    """A workshop's booking (12 seats) read back by a roster tool, and a logbook step handed the booking that writes
+    its entry; the reconciliation refuses a log that does not match the booking."""
+    booking = {"booking": "BK-2207", "seats": 12}
+    return Run(
+        "r",
+        "workshop-log",
+        outcome="failure",
+        steps=(
+            _t("b", "book_room", "tool", 1, input={"room": "R-3"}, output=booking),
+            _t("r", "read_roster", "tool", 3, input={"booking": "BK-2207"},
+               output={"attendees": ["Ines", "Tove", "Arlo"], "count": 3}),
+            _t("l", "log_booking", "other", 5, input={"booking": booking, "roster": ["Ines", "Tove", "Arlo"]},
+               output={"booking": "BK-2207", "seats": logged}, deps=(D("b"), D("r"))),
+            _t("c", "reconcile", "condition", 7, input={"log": {"booking": "BK-2207", "seats": logged}},
+               status="error", error=ErrorInfo("ValueError", message), deps=(D("l"),)),
+        ),
+    )
+
+
+def test_a_step_that_answered_another_value_under_a_field_it_was_given_is_the_replacement_the_failure_names() -> None:
+    """A logbook step handed a booking of 12 seats that wrote 3 seats, where the failure sets the log's 3 against
+    the booking's 12, made the replacement the failure is about: it ranks above the tools that first held either."""
+    loc = localize(_ledger_run(3, "log lists 3 seats, booking BK-2207 holds 12"))
+    top = loc.candidates[0]
+    assert top.step_id == "l"
+    assert any("was given seats=12 and answered seats=3 in its place" in r for r in top.reasons)
+
+
+def test_a_replacement_the_failure_does_not_set_against_the_given_value_is_none() -> None:
+    """When the failure names only one of the two values, the logbook's change is no replacement it speaks of."""
+    loc = localize(_ledger_run(3, "log lists 3 seats for BK-2207, fewer than the room's minimum"))
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)

@@ -137,3 +137,75 @@ def test_a_yes_no_or_empty_answer_and_a_text_in_another_case_link_nothing() -> N
                  error=ErrorInfo("ValueError", "firing failed: KL-4 door open")),
         )
         assert "f" not in answered_edges(Run("r", "pottery", outcome="failure", steps=steps)), answer
+
+
+def _plan_memory(kept: str) -> Run:
+    """A gym's billing: an account lookup gives the member's plan and the plans they have held, a memory keeps one as
+    the plan to bill, and the invoice service refuses an amount that is not the current plan's."""
+    account = {"account": "A-77", "plan": "premium", "plans_held": ["basic", "premium"]}
+    return Run("r", "gym-billing", outcome="failure", steps=(
+        step("a", "get_account", "tool", 1, {"account": "A-77"}, account),
+        step("m", "remember_plan", "state", 3, account, {"account": "A-77", "current_plan": kept}, "a"),
+        step("p", "price_plan", "tool", 5, {"plan": kept},
+             {"plan": kept, "monthly": 9.0 if kept == "basic" else 19.0}, "m"),
+        step("i", "issue_invoice", "tool", 7, {"account": "A-77", "amount": 9.0}, None, "p", status="error",
+             error=ErrorInfo("ValueError", "invoice refused: 9.00 differs from the 19.00 due")),
+    ))
+
+
+def test_a_step_asked_about_one_word_of_its_list_that_answers_another_word_of_it_picked_the_wrong_item() -> None:
+    """A memory given plan='premium' and the plans held, basic and premium, that kept current_plan='basic' answered
+    another item of the list for the one it was asked about, though the two words differ in length."""
+    loc = analyze(_plan_memory("basic"), model=None).localization
+    top = loc.ranked_all[0]
+    assert top.step_id == "m"
+    assert any("was asked about plan='premium'" in r for r in top.reasons)
+    assert not any("was asked about" in r for c in analyze(_plan_memory("premium"), model=None).localization.ranked_all
+                   for r in c.reasons)
+
+
+def _eligibility(briefed: str) -> Run:
+    """A claims desk whose eligibility sub-agent is briefed with a member id, searches the family by last name and
+    has its model confirm one member (its code briefs the model with ``briefed`` alone); the claims rule refuses
+    the member it answered."""
+    found = [{"member_id": "M-40-01", "relation": "self"}, {"member_id": "M-40-02", "relation": "child"}]
+    return Run("r", "claims-desk", outcome="failure", steps=(
+        step("in", "receive_claim", "input", 0, None, {"member_id": "M-40-02", "last_name": "OKAFOR"}),
+        step("ag", "eligibility", "agent", 1, {"member_id": "M-40-02", "last_name": "OKAFOR"},
+             {"member_id": "M-40-01", "active": True}, "in"),
+        step("se", "search_members", "tool", 2, {"last_name": "OKAFOR"}, found, parent_id="ag"),
+        step("co", "confirm_member", "llm", 3, {"brief": {"member_id": briefed, "relation": "self"}},
+             {"member_id": "M-40-01", "active": True}, "se", parent_id="ag"),
+        step("cl", "check_claims", "tool", 5, {"member_id": "M-40-01", "drug": "DR-9"}, None, "ag", status="error",
+             error=ErrorInfo("ValueError", "no prior fill of DR-9 for M-40-01")),
+    ))
+
+
+def test_a_sub_agent_whose_answer_contradicts_its_brief_no_step_inside_it_saw_is_the_root() -> None:
+    """An eligibility sub-agent briefed with member M-40-02 that answers M-40-01, where no step inside it was handed
+    M-40-02 (its model was briefed with the other member), put the other member in its place itself: it ranks
+    first, the finding its own."""
+    top = analyze(_eligibility("M-40-01"), model=None).localization.ranked_all[0]
+    assert top.step_id == "ag"
+    assert any("was given member_id='M-40-02'" in r for r in top.reasons)
+
+
+def test_a_sub_agent_whose_model_was_shown_the_brief_has_no_brief_finding() -> None:
+    """When the model inside the sub-agent was handed M-40-02 and answered M-40-01, the sub-agent's code swapped
+    nothing: neither it nor the model (whose answer the llm-output diagnoser judges) gets the brief finding."""
+    loc = analyze(_eligibility("M-40-02"), model=None).localization
+    assert not any("was given member_id='M-40-02'" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_graph_node_recorded_as_an_agent_that_updates_its_state_contradicts_no_brief() -> None:
+    """A state graph's node recorded as an agent, handed the whole state and answering the fields it changes
+    (``route`` from 'pending' to 'crew'), moved the state on: no brief finding about it."""
+    state = {"ticket": "T-5", "route": "pending", "site": "4 Elm Rd", "feeder": "F-2"}
+    run = Run("r", "dispatch", outcome="failure", steps=(
+        step("n", "triage_node", "agent", 1, state, {"route": "crew", "crew": "C-9"}),
+        step("k", "lookup_crews", "tool", 2, {"feeder": "F-2"}, {"crew": "C-9"}, parent_id="n"),
+        step("d", "dispatch", "tool", 4, {"route": "crew", "crew": "C-9"}, None, "n", status="error",
+             error=ErrorInfo("ValueError", "crew C-9 is off duty")),
+    ))
+    loc = analyze(run, model=None).localization
+    assert not any("was given route=" in r for c in loc.ranked_all for r in c.reasons)

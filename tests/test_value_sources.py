@@ -310,3 +310,62 @@ def test_a_lead_that_comes_only_from_the_yardstick_share_is_at_most_unsure() -> 
     assert names[top.step_id] == "make"
     assert a.ranking_verdict == "unsure"
     assert any("yardstick share" in r and "at most unsure" in r for r in top.reasons)
+
+
+def _gallery_run(written: str, message: str, relay_keeps: bool = False) -> Run:
+    """A gallery's loan desk: the request states the return date, a model reads the request into fields (writing
+    the date as ``written``), a summariser model is shown the reading and answers a note without the date, and the
+    loan system, handed the reading, refuses the date."""
+    from tests.builders import step
+
+    request = "Loan of 'Harbour at Dusk' to the Kestrel Museum, to be returned by 2027-03-15."
+    reading = {"work": "Harbour at Dusk", "borrower": "Kestrel Museum", "return_by": written}
+    note = {"note": "Loan to Kestrel Museum" + (f" until {written}" if relay_keeps else "")}
+    return Run("r", "loan-desk", outcome="failure", steps=(
+        step("in", "receive_request", "input", 0, None, {"request": request}),
+        step("m", "read_request", "llm", 1, {"messages": [{"role": "user", "content": request}]},
+             {"role": "assistant", "content": json_text(reading)}, "in"),
+        step("s", "summarise", "llm", 3, {"messages": [{"role": "user", "content": json_text(reading)}]},
+             {"role": "assistant", "content": json_text(note)}, "m"),
+        step("l", "register_loan", "tool", 5, {**reading, "note": note["note"]}, None, "m", "s", status="error",
+             error=ErrorInfo("ValueError", message)),
+    ))
+
+
+def json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_the_step_that_wrote_a_date_in_the_form_the_failure_could_not_read_is_the_root() -> None:
+    """A model given "returned by 2027-03-15" that wrote return_by as '03/15/2027', which the loan system quotes as
+    an invalid isoformat string, chose the writing the failure is about: it ranks first, not the summariser that
+    was shown the date and left it out of its note (the date reached the failing step whole)."""
+    from trajdebug.analysis import analyze
+
+    loc = analyze(_gallery_run("03/15/2027", "Invalid isoformat string: '03/15/2027'"), model=None).localization
+    top = loc.ranked_all[0]
+    assert top.step_id == "m"
+    assert any("as '03/15/2027', the form the failure" in r for r in top.reasons)
+    summariser = next(c for c in loc.ranked_all if c.step_id == "s")
+    assert not any("did not pass it on" in r for r in summariser.reasons)
+
+
+def test_a_date_the_failure_quotes_for_another_reason_is_no_unreadable_writing() -> None:
+    """When the failure names the date for what it is (the gallery is closed that day), not for its writing, the
+    model that wrote it in another form gets no such finding."""
+    from trajdebug.analysis import analyze
+
+    loc = analyze(_gallery_run("03/15/2027", "no returns on 03/15/2027: the gallery is closed"), model=None).localization
+    assert not any("could not read" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_step_that_left_out_a_value_which_reached_the_failing_step_whole_lost_nothing() -> None:
+    """The failing step was handed the date the failure names, so it was not lost on the way: the summariser
+    that was shown it and left it out of its note gets no "did not pass it on" finding, whatever the failure says."""
+    from trajdebug.analysis import analyze
+
+    loc = analyze(_gallery_run("2027-03-15", "no returns on 2027-03-15: the gallery is closed"), model=None).localization
+    summariser = next(c for c in loc.ranked_all if c.step_id == "s")
+    assert not any("did not pass it on" in r for r in summariser.reasons)

@@ -36,7 +36,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._drops import dropped
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items, left_out_names
-from trajdebug.analysis._picked import limit_ignored, picked_named
+from trajdebug.analysis._picked import limit_ignored, passed_over_item, picked_named, replaced_named
 from trajdebug.analysis._sources import (
     Found,
     Slice,
@@ -61,7 +61,7 @@ from trajdebug.analysis._spoken import (
 from trajdebug.analysis._stated import checked_values, stated_limits
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
-from trajdebug.core.model import Step
+from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
 
 
@@ -198,6 +198,8 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     made, origins = _named_origins(sl, f, named, within)
     out += _spoken_choices(sl, said, pos, within, step.name, made, origins)
     out += picked_named(sl, named, pos, within, step.name)
+    out += passed_over_item(sl, message, pos, within, step.name)
+    out += replaced_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)
@@ -269,6 +271,7 @@ def _named_values(
         out += _counted(sl, a, step, within, strength, f"the failure at {step.name} names", 0)
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
+        out += reformatted(sl, a, message, end, within, step.name)
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):
@@ -277,10 +280,37 @@ def _named_values(
         # step that did not pass it on lost little (issue 23, nu22).
         share = sl.w["dropped_reached"] if reached else 1.0
         rejected = a.kind == "number" and a.number in checked
-        out += dropped(sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0))
+        out += dropped(
+            sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0), reached=reached
+        )
         if not reached:
             out += _expected(sl, a, pos, within, step.name)
     return out
+
+
+def reformatted(sl: Slice, a: Atom, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """The step that first wrote, in the form a failure quotes as unreadable ("Invalid isoformat string:
+    '03/14/2025 08:12'", "could not convert string to float: 'EUR 1,500'"; `Lexicon.unreadable`), a date or number
+    its input held written otherwise (a model given "by 2026-12-30" that answered ``needed_by: 12/30/2026``).  The
+    value is the same, so no step "introduced" it and the origin rule reaches back to whoever first stated it; the
+    failure is about its writing, which this step chose."""
+    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message:
+        return []
+    for sid in sorted(within, key=sl.g.position):
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
+            continue
+        view = sl.lin.view(sid)
+        if not any(o.key == a.key and o.raw == a.raw for o in view.outputs):
+            continue
+        # The first step that answered it in this form: given it so, or not given the value at all, it wrote
+        # nothing new (a relay, or the origin the lineage already names).
+        was = [g for g in view.inputs if g.key == a.key]
+        if not was or any(g.raw == a.raw for g in was):
+            return []
+        reason = f"wrote {was[0].raw!r} as {a.raw!r}, the form the failure at {where} could not read"
+        return [Evidence(sid, sl.w["dropped"], reason, "lineage:reformatted")]
+    return []
 
 
 def _trace(

@@ -58,6 +58,11 @@ class Lexicon:
     input_caused: re.Pattern[str]
     """Words of a tool error that blame what it was given ("not found", "invalid", "missing")."""
 
+    unreadable: re.Pattern[str]
+    """Words of an error saying a value could not be read in the form it was written ("Invalid isoformat string",
+    "could not convert string to float", "is not an ISO 8601 date", "invalid literal for int()"): the value is
+    there, its writing is what failed."""
+
     check_text: re.Pattern[str]
     """Words of an error raised by a check that judged its input ("check failed", "expected", "mismatch")."""
 
@@ -357,6 +362,12 @@ ENGLISH = Lexicon(
     input_caused=re.compile(
         r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
         r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
+        re.I,
+    ),
+    unreadable=re.compile(
+        r"isoformat|\biso[ -]?8601\b|not an? (?:iso|valid) (?:date|time|number|amount|duration)|"
+        r"could not convert|cannot convert|invalid literal|invalid (?:date|time|number|format)|"
+        r"(?:could not|cannot|unable to) (?:parse|read)|non-numeric|not a number|unparsable|unparseable",
         re.I,
     ),
     check_text=re.compile(

@@ -312,11 +312,12 @@ def _scalars(value: Any, depth: int = 0) -> set[str]:
 
 
 def wrong_pick(
-    step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = ()
+    step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = (), brief: bool = False
 ) -> Iterator[Evidence]:
     """A step asked about one item of a list (a field given once) that answered another item of it (see the module);
-    ``loops``: the places its calls walk a list by (`counted_loops`)."""
-    if step.kind in CONTAINER_KINDS or step.status != "ok":
+    ``loops``: the places its calls walk a list by (`counted_loops`); ``brief``: an agent's brief and answer are read
+    too, and the finding carries the value it was asked about (`_anomalies._brief_answered_beside`)."""
+    if (step.kind in CONTAINER_KINDS and not brief) or step.status != "ok":
         return
     heads = queue_heads(step, loops)
     lists = _scalar_lists(step.input)
@@ -335,7 +336,7 @@ def wrong_pick(
             if len(keys) != 1 or o.key in keys or f in generic or not _names(o.field, f):
                 continue
             asked = first[next(iter(keys))]
-            if asked.kind != o.kind or _shape(asked.raw) != _shape(o.raw) or asked.key in view.out_keys:
+            if asked.kind != o.kind or asked.key in view.out_keys:
                 continue
             # Both are items of one list it was given: the list was the context, the field what it was asked.
             among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
@@ -346,6 +347,7 @@ def wrong_pick(
                     f"was asked about {f}={asked.raw!r}, one of the {among[0]} it was given, and answered "
                     f"{o.field}={o.raw!r}, another of them",
                     "lineage:wrong-record",
+                    values=(asked.raw,) if brief else (),
                 )
                 return
 
