@@ -69,6 +69,8 @@ def passed_over_item(sl: Slice, message: str, pos: int, within: set[str], where:
     answered came with the list), so the origin rule passes it by for the step that listed the items."""
     low = message.lower()
     out: list[Found] = []
+    if "passed" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
+        return out
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or not isinstance(step.output, dict):
@@ -100,7 +102,7 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
     count too (a field's number changes legitimately, a converted amount, but not to one the failure sets against
     the number it was given).  A model's answer is the llm-output diagnoser's to judge."""
     keys = {a.key for a in named if a.kind in ("number", "date", "id")}
-    if len(keys) < 2:
+    if len(keys) < 2 or "replaced" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
         return []
     out: list[Found] = []
     for sid in sorted(within, key=sl.g.position):

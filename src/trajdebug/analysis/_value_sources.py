@@ -294,7 +294,7 @@ def reformatted(sl: Slice, a: Atom, message: str, pos: int, within: set[str], wh
     its input held written otherwise (a model given "by 2026-12-30" that answered ``needed_by: 12/30/2026``).  The
     value is the same, so no step "introduced" it and the origin rule reaches back to whoever first stated it; the
     failure is about its writing, which this step chose."""
-    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message:
+    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message or "reformat" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
         return []
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]

@@ -168,7 +168,7 @@ def _brief_answered_beside(
     inside that was handed the value and answered another carries its own finding, or, a model, none: a model's
     answer is judged by the llm-output diagnoser, not by a field's value changing (a delivery date set before the
     event date it was given)."""
-    if _updates_state(step.input, step.output):
+    if _updates_state(step.input, step.output) or "brief" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
         return
     found = [*_conflicts(step, view, None, None, loops, brief=True), *wrong_pick(step, view, GENERIC_FIELDS, loops, brief=True)]
     for e in found:
