@@ -171,46 +171,6 @@ def test_a_model_answering_as_the_assistant_picked_no_message() -> None:
     assert not any("from a list it was given" in r for r in ranked["m"].reasons)
 
 
-def _registry_run(message: str) -> Run:
-    """A vehicle transfer desk: a lookup lists the vehicle's owners (its history, oldest first), a memory keeps one
-    as the owner, a form is drafted from the memory, and the registry refuses the transfer."""
-    return Run(
-        "r",
-        "transfer-desk",
-        outcome="failure",
-        steps=(
-            _t("l", "lookup_vehicle", "tool", 1, input={"vehicle": "V-12"},
-               output={"vehicle": "V-12", "owners": ["Ada Brook", "Cal Dunn"], "year": 2019}),
-            _t("m", "remember_vehicle", "state", 3,
-               input={"record": {"vehicle": "V-12", "owners": ["Ada Brook", "Cal Dunn"]}},
-               output={"vehicle": "V-12", "owner": "Ada Brook"}, deps=(D("l"),)),
-            _t("f", "draft_form", "tool", 5, input={"vehicle": "V-12", "owner": "Ada Brook"},
-               output={"form": "TF-88", "vehicle": "V-12", "owner": "Ada Brook"}, deps=(D("m"),)),
-            _t("s", "submit_transfer", "tool", 7, input={"form": "TF-88", "vehicle": "V-12", "owner": "Ada Brook"},
-               status="error", error=ErrorInfo("RuntimeError", message), deps=(D("f"),)),
-        ),
-    )
-
-
-def test_a_step_that_answered_one_item_of_a_plain_list_passing_over_the_one_the_failure_names_is_the_choice() -> None:
-    """A memory given a vehicle's owners that kept 'Ada Brook' as its owner, where the failure says the vehicle is
-    registered to 'Cal Dunn', another of those owners, made the choice the failure is about: it ranks above the
-    lookup that listed them."""
-    loc = localize(_registry_run("transfer refused: V-12 is registered to Cal Dunn; the form names another owner"))
-    top = loc.candidates[0]
-    assert top.step_id == "m"
-    assert any("passing over 'Cal Dunn'" in r for r in top.reasons)
-
-
-def test_a_failure_naming_the_item_the_step_answered_names_no_passed_over_item() -> None:
-    """When the failure names the owner the memory kept too, or none of the list's items, the memory passed over
-    nothing the failure is about."""
-    both = localize(_registry_run("transfer refused: Ada Brook and Cal Dunn must both sign"))
-    none = localize(_registry_run("transfer refused: the form is unsigned"))
-    for loc in (both, none):
-        assert not any("passing over" in r for c in loc.ranked_all for r in c.reasons)
-
-
 def _ledger_run(logged: int, message: str) -> Run:
     """A workshop's booking (12 seats) read back by a roster tool, and a logbook step handed the booking that writes
     its entry; the reconciliation refuses a log that does not match the booking."""

@@ -169,7 +169,7 @@ def dropped(
     # the state carrying the original past it does not clear it, as it clears a node that left it alone.
     swaps = {sid for sid in lost if replaced(sl, sid, a, named)}
     lost = [sid for sid in lost if sid in swaps or carried_by_state(sl, sid, a, pos) is None]
-    if reached and a.kind != "id" and "reached" not in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
+    if reached and a.kind != "id":
         lost = _substituted(sl, lost, a, named, swaps | set(substitute))
     first = pos
     if not task_word:

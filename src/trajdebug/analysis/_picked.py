@@ -61,40 +61,6 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
     return out
 
 
-def passed_over_item(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
-    """Steps that answered, under a field named for a list of plain values they were given (``judge`` from
-    ``judges``), one item of that list while the failure names another of its items and not theirs: the
-    failure is about the item they passed over (a memory that kept the first judge of a docket's history
-    where the failure names the judge after reassignment).  Such a step introduced nothing (the item it
-    answered came with the list), so the origin rule passes it by for the step that listed the items."""
-    low = message.lower()
-    out: list[Found] = []
-    if "passed" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
-        return out
-    for sid in sorted(within, key=sl.g.position):
-        step = sl.g.steps[sid]
-        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or not isinstance(step.output, dict):
-            continue
-        for field, items in plain_lists(step.input).items():
-            wanted = _singular_words(field, sl)
-            answered = {
-                str(v).strip().lower()
-                for p, v in content.decoded_leaves(step.output)
-                if isinstance(v, str) and wanted and wanted <= _singular_words(p.rsplit(".", 1)[-1], sl)
-            }
-            picked = answered & set(items)
-            named = sorted(v for v in set(items) - picked if len(v) >= 3 and content.has_word(low, v))
-            if len(picked) == 1 and named and not any(content.has_word(low, v) for v in picked):
-                out += _thin(
-                    sid,
-                    sl.w["origin"],
-                    f"answered {items[next(iter(picked))]!r}, one of the {field} it was given, passing over "
-                    f"{items[named[0]]!r}, which the failure at {where} names",
-                )
-                break
-    return out
-
-
 def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
     """Steps that answered, under a field they were given one value under, another value, where the failure names
     both (a log entry handed a booking of 10 pieces that wrote 4 pieces, and the failure says "the log lists 4
@@ -102,7 +68,7 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
     count too (a field's number changes legitimately, a converted amount, but not to one the failure sets against
     the number it was given).  A model's answer is the llm-output diagnoser's to judge."""
     keys = {a.key for a in named if a.kind in ("number", "date", "id")}
-    if len(keys) < 2 or "replaced" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
+    if len(keys) < 2:
         return []
     out: list[Found] = []
     for sid in sorted(within, key=sl.g.position):
@@ -130,32 +96,6 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
                 )
                 break
     return out
-
-
-def plain_lists(value: object, depth: int = 0) -> dict[str, dict[str, str]]:
-    """The lists of two or more distinct text values in a step's input (JSON text read), by the field that holds
-    them (each value case-folded, to its text as given; the last such field of a name wins)."""
-    out: dict[str, dict[str, str]] = {}
-    if depth > 4:
-        return out
-    if isinstance(value, str):
-        parsed = content.embedded_json(value)
-        return plain_lists(parsed, depth + 1) if isinstance(parsed, dict) else out
-    if not isinstance(value, dict):
-        return out
-    for k, v in value.items():
-        if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, str) and x.strip() for x in v):
-            items = {x.strip().lower(): x.strip() for x in v}
-            if len(items) >= 2:
-                out[str(k)] = items
-        elif isinstance(v, (dict, str)):
-            out.update(plain_lists(v, depth + 1))
-    return out
-
-
-def _singular_words(field: str, sl: Slice) -> set[str]:
-    """The words of a field name, each without its plural ending (``customer_bikes`` -> customer, bike)."""
-    return {sl.lexicon.singular(w) for w in _field_words(field, sl.lexicon) if w != "\0"}
 
 
 def _numbers(record: object) -> set[float]:
@@ -245,4 +185,4 @@ def _under_named_field(given: Sequence[Atom], limit: Atom, words: set[str], sl: 
     )
 
 
-__all__ = ["before", "limit_ignored", "passed_over_item", "picked_named", "plain_lists", "replaced_named"]
+__all__ = ["before", "limit_ignored", "picked_named", "replaced_named"]

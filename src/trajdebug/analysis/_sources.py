@@ -293,10 +293,8 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         walks = loops.get((step.name, step.kind))
         if walks is None:
             walks = loops[(step.name, step.kind)] = counted_loops(same) if len(same) > 1 else frozenset()
-        inside = _inside_inputs(sl, sid) if step.kind in CONTAINER_KINDS and step.input is not None else ""
         found = anomalies(
-            step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {}), walks,
-            inside,
+            step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {}), walks
         )
         for e in found:
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
@@ -305,16 +303,6 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
                 continue
             out.append(e)
     return out
-
-
-def _inside_inputs(sl: Slice, sid: str) -> str:
-    """The inputs of the steps an agent encloses (children, and theirs), as one case-folded text."""
-    inside, texts = {sid}, []
-    for s in sl.run.steps:
-        if s.parent_id in inside and s.step_id not in inside:
-            inside.add(s.step_id)
-            texts.append(content.text_of(s.input, 200_000).casefold())
-    return "\n".join(texts)
 
 
 def _passed_on(sl: Slice, sid: str, label: str) -> bool:

@@ -36,7 +36,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._drops import dropped
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items, left_out_names
-from trajdebug.analysis._picked import limit_ignored, passed_over_item, picked_named, replaced_named
+from trajdebug.analysis._picked import limit_ignored, picked_named, replaced_named
 from trajdebug.analysis._sources import (
     Found,
     Slice,
@@ -198,7 +198,6 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     made, origins = _named_origins(sl, f, named, within)
     out += _spoken_choices(sl, said, pos, within, step.name, made, origins)
     out += picked_named(sl, named, pos, within, step.name)
-    out += passed_over_item(sl, message, pos, within, step.name)
     out += replaced_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
@@ -294,7 +293,7 @@ def reformatted(sl: Slice, a: Atom, message: str, pos: int, within: set[str], wh
     its input held written otherwise (a model given "by 2026-12-30" that answered ``needed_by: 12/30/2026``).  The
     value is the same, so no step "introduced" it and the origin rule reaches back to whoever first stated it; the
     failure is about its writing, which this step chose."""
-    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message or "reformat" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
+    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message:
         return []
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]

@@ -303,7 +303,7 @@ def _mentions(text: str, masked: str, has_digits: bool, words: bool) -> list[Men
         if f is None:
             continue
         start = m.start()
-        if m.group("sign") and start > 0 and text[start - 1].isalnum() and "hyphen" not in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
+        if m.group("sign") and start > 0 and text[start - 1].isalnum():
             # A hyphen joining the number to the identifier before it, which the mask blanked (``1099-INT-2025``
             # holds 2025, not -2025): no sign.
             f, start = abs(f), m.start() + 1

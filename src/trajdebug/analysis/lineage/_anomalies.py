@@ -34,7 +34,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -117,18 +116,13 @@ def anomalies(
     units: Collection[str] = (),
     carried: Collection[str] = (),
     loops: Collection[Cursor] = (),
-    inside: str = "",
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
     power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
     ``units``: the units the run writes next to numbers (`relabelled` reads field names by them); ``carried``:
     top-level output keys whose entries an earlier call of the step returned (`carried_keys`), no answer to
-    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`); ``inside``:
-    the inputs of the steps an agent encloses, as case-folded text (`_brief_answered_beside`)."""
-    if step.kind in CONTAINER_KINDS and step.input is not None and step.status == "ok" and view.outputs:
-        yield from _brief_answered_beside(step, view, loops, inside)
-        return
+    what this call was given; ``loops``: the places the step's calls walk a list by (`counted_loops`)."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -156,35 +150,6 @@ def anomalies(
     yield from mixed(step, GENERIC_FIELDS)
 
 
-def _brief_answered_beside(
-    step: Step, view: StepView, loops: Collection[Cursor] = (), inside: str = ""
-) -> Iterator[Evidence]:
-    """An agent handed a brief (a sub-agent called with its input, as a tool is) whose answer contradicts it: the
-    member the brief names answered as another (`_conflicts`), another item of a list the brief gave it answered
-    for the one it was asked about (`wrong_pick`).  Nothing else is read of it (its numbers, a table it returned
-    are its children's work).  Only when no step inside it was handed the value its brief fixed (``inside``: their
-    inputs): its own code put another in its place (a sub-agent that briefs its model with the wrong entity), and
-    the finding is the agent's own, not moved onto the model call that wrote its answer (`Evidence.own`).  A step
-    inside that was handed the value and answered another carries its own finding, or, a model, none: a model's
-    answer is judged by the llm-output diagnoser, not by a field's value changing (a delivery date set before the
-    event date it was given)."""
-    if _updates_state(step.input, step.output) or "brief" in __import__("os").environ.get("MISS62S_OFF", ""):  # TOGGLE
-        return
-    found = [*_conflicts(step, view, None, None, loops, brief=True), *wrong_pick(step, view, GENERIC_FIELDS, loops, brief=True)]
-    for e in found:
-        if e.values and all(v.strip().casefold() not in inside for v in e.values):
-            yield replace(e, values=(), own=True)
-
-
-def _updates_state(given: Any, answer: Any) -> bool:
-    """Whether an agent step reads as a node of a state graph rather than an agent called with a brief: handed a
-    state of three fields or more, it answered a few of them (the fields it changes, `_selection.left_in_state`):
-    a new value there is the state moving on (a route decided, a message appended), no answer to a brief."""
-    if not isinstance(given, Mapping) or not isinstance(answer, Mapping) or len(given) < 3:
-        return False
-    return any(k in given for k in answer) and len(answer) < len(given)
-
-
 def _fresh(step: Step, carried: Collection[str]) -> frozenset[tuple[str | None, str]] | None:
     """The (field, key) of the atoms of a step's output outside the entries it carried from an earlier call
     (``carried``), None when it carried none."""
@@ -199,12 +164,10 @@ def _conflicts(
     inputs: Collection[Atom] | None = None,
     fresh: Collection[tuple[str | None, str]] | None = None,
     loops: Collection[Cursor] = (),
-    brief: bool = False,
 ) -> Iterator[Evidence]:
     """Output values that contradict the one value the step was given under the same field.  ``fresh``: the
     output atoms this call wrote (`_fresh`); an entry an accumulator carried from the step's earlier call answers
-    that call's input, not this one's (a register holding every item's date, updated one item per call);
-    ``brief``: each finding carries the value the step was given (`_brief_answered_beside` reads it)."""
+    that call's input, not this one's (a register holding every item's date, updated one item per call)."""
     given: dict[str, set[str]] = {}
     raw_in: dict[str, str] = {}
     for a in view.inputs if inputs is None else inputs:
@@ -244,7 +207,6 @@ def _conflicts(
             f"was given {f}={raw_in[f]!r} but its output says {f}={example!r}"
             + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
             "lineage:conflict",
-            values=(raw_in[f],) if brief else (),
         )
 
 

@@ -312,12 +312,12 @@ def _scalars(value: Any, depth: int = 0) -> set[str]:
 
 
 def wrong_pick(
-    step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = (), brief: bool = False
+    step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = ()
 ) -> Iterator[Evidence]:
     """A step asked about one item of a list (a field given once) that answered another item of it (see the module);
-    ``loops``: the places its calls walk a list by (`counted_loops`); ``brief``: an agent's brief and answer are read
-    too, and the finding carries the value it was asked about (`_anomalies._brief_answered_beside`)."""
-    if (step.kind in CONTAINER_KINDS and not brief) or step.status != "ok":
+    ``loops``: the places its calls walk a list by (`counted_loops`).  The two items need not share a shape (``senior``
+    for ``adult``): that both are items of the one list says they are of one kind."""
+    if step.kind in CONTAINER_KINDS or step.status != "ok":
         return
     heads = queue_heads(step, loops)
     lists = _scalar_lists(step.input)
@@ -340,14 +340,13 @@ def wrong_pick(
                 continue
             # Both are items of one list it was given: the list was the context, the field what it was asked.
             among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
-            if among and ("pick" not in __import__("os").environ.get("MISS62S_OFF", "") or _shape(asked.raw) == _shape(o.raw)):  # TOGGLE
+            if among:
                 yield Evidence(
                     step.step_id,
                     WRONG_PICK,
                     f"was asked about {f}={asked.raw!r}, one of the {among[0]} it was given, and answered "
                     f"{o.field}={o.raw!r}, another of them",
                     "lineage:wrong-record",
-                    values=(asked.raw,) if brief else (),
                 )
                 return
 
