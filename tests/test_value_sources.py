@@ -361,11 +361,16 @@ def test_a_date_the_failure_quotes_for_another_reason_is_no_unreadable_writing()
     assert not any("could not read" in r for c in loc.ranked_all for r in c.reasons)
 
 
-def test_a_step_that_left_out_a_value_which_reached_the_failing_step_whole_lost_nothing() -> None:
-    """The failing step was handed the date the failure names, so it was not lost on the way: the summariser
-    that was shown it and left it out of its note gets no "did not pass it on" finding, whatever the failure says."""
+def test_a_step_that_left_out_a_value_the_failing_step_could_not_read_as_handed_lost_nothing() -> None:
+    """The failing step was handed the date it quotes as unreadable, so the date was not lost on the way: the
+    summariser that was shown it and left it out of its note gets no "did not pass it on" finding.  When the
+    failure says what it expected instead (a date the check wanted), leaving it out still counts: the value that
+    arrived by another path is no proof that this one was not needed."""
     from trajdebug.analysis import analyze
 
-    loc = analyze(_gallery_run("2027-03-15", "no returns on 2027-03-15: the gallery is closed"), model=None).localization
-    summariser = next(c for c in loc.ranked_all if c.step_id == "s")
+    unreadable = analyze(_gallery_run("2027-03-15", "could not parse return_by '2027-03-15'"), model=None)
+    summariser = next(c for c in unreadable.localization.ranked_all if c.step_id == "s")
     assert not any("did not pass it on" in r for r in summariser.reasons)
+    expected = analyze(_gallery_run("2027-03-15", "the loan note must state 2027-03-15"), model=None)
+    summariser = next(c for c in expected.localization.ranked_all if c.step_id == "s")
+    assert any("did not pass it on" in r for r in summariser.reasons)

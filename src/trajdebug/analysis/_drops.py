@@ -150,7 +150,7 @@ def dropped(
 
     A step that passed on another value the failure names, which it was also
     given, chose between given values rather than lost one: weak evidence.
-    ``reached``: the failing step was handed the value itself (`_substituted`).
+    ``reached``: the failing step was handed the value and could not read it (`_substituted`).
     """
     out: list[Found] = []
     # In run order: the losses are weighed in the order found (a set of step ids is read in the hash seed's order).
@@ -216,10 +216,12 @@ def dropped(
 
 
 def _substituted(sl: Slice, lost: list[str], a: Atom, named: Sequence[Atom], swaps: set[str]) -> list[str]:
-    """Of the steps that were given a value the failing step was handed too, those that put another value the
-    failure names in its place (``swaps``, or a choice, `swapped`).  The value was not lost on the way: the failure
-    is about it as it arrived (a date in a form the check cannot read, quoted back), and a step that was shown it
-    and did not pass it on is no cause of that.  An id is left to the caller: the failure names the record it is
+    """Of the steps that were given a value the failing step was handed too and could not read (`Lexicon.unreadable`,
+    the caller's test), those that put another value the failure names in its place (``swaps``, or a choice,
+    `swapped`).  The value was not lost on the way: the failure is about it as it arrived (a date in a form the
+    check cannot read, quoted back), and a step that was shown it and did not pass it on is no cause of that.  A
+    failure saying what it expected is another matter: the value that arrived by another path is no proof that the
+    step's own answer did not need it (a classifier that lost the label a reply check expects).  An id is left to the caller: the failure names the record it is
     about by it, and a step answering about another record (`_about_another_key`) is judged there."""
     return [s for s in lost if s in swaps or swapped(sl, s, a, named) is not None]
 

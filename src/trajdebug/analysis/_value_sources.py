@@ -280,7 +280,8 @@ def _named_values(
         share = sl.w["dropped_reached"] if reached else 1.0
         rejected = a.kind == "number" and a.number in checked
         out += dropped(
-            sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0), reached=reached
+            sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0),
+            reached=reached and sl.lexicon.unreadable.search(message) is not None,
         )
         if not reached:
             out += _expected(sl, a, pos, within, step.name)
