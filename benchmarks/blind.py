@@ -116,9 +116,11 @@ at 08:51 UTC, scored once held out at 10:14-10:16 UTC on 92b02ede, the last roun
 since).  ``suite_zzzz`` and ``suite_zzzza`` (written blind and frozen at 09:54 and 09:51 UTC, before any change of the
 round merged, scored once held out at 11:08-11:09 UTC on e394f96a, the round's final analysis: development suites
 since).  ``suite_zzzzb`` and ``suite_zzzzc`` (written blind, frozen at 11:02 and 11:03 UTC, scored
-once held out at 12:29-12:29 UTC on 402375e5, the last round's final analysis: development suites since).
-``suite_zzzzd`` and ``suite_zzzze`` (written blind at round 62's start, frozen before any change of the round
-merged: scored once on its final analysis) are held out
+once held out at 12:29 UTC on 402375e5, the last round's final analysis: development suites since).
+``suite_zzzzd`` and ``suite_zzzze`` (written blind at round 62's start, frozen at 12:53 UTC before any change of
+the round merged, scored once held out at 13:59-14:00 UTC on 21289830, the round's final analysis: development
+suites since).  ``suite_zzzzf`` and ``suite_zzzzg`` (written blind during the round, frozen at 13:20 and 13:17
+UTC: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -142,8 +144,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzze": "held out (written blind on 2026-12-07 at the start of round 62, frozen before any change of the round merged; scored once at its end, with suite_zzzzd)",
-    "suite_zzzzd": "held out (written blind on 2026-12-07 at the start of round 62, frozen before any change of the round merged; scored once at its end, with suite_zzzze)",
+    "suite_zzzzg": "held out (written blind on 2026-12-07 during round 62, frozen at 13:17 UTC; not yet scored: the next round's first measure, with suite_zzzzf)",
+    "suite_zzzzf": "held out (written blind on 2026-12-07 during round 62, frozen at 13:20 UTC; not yet scored: the next round's first measure, with suite_zzzzg)",
+    "suite_zzzze": "development (scored once held out on 2026-12-07 at 14:00 UTC on 21289830; its misses not yet studied)",
+    "suite_zzzzd": "development (scored once held out on 2026-12-07 at 13:59 UTC on 21289830; its misses not yet studied)",
     "suite_zzzzc": "development (scored once held out on 2026-12-07 at 12:29 UTC on 402375e5; its misses not yet studied)",
     "suite_zzzzb": "development (scored once held out on 2026-12-07 at 12:29 UTC on 402375e5; its misses not yet studied)",
     "suite_zzzza": "development (scored once held out on 2026-12-07 at 11:09 UTC on e394f96a; its misses not yet studied)",

@@ -158,3 +158,137 @@ def recorded_boiler_run(path: Any, *, invent: bool = False) -> Run:
         run.fail(f"labour {quote['labour']} is above the visit's cap of 450.0")
     [got] = load_runs(path)
     return got
+
+
+MEETING_CALENDARS = {
+    "Carla Weiss": (60, [("09:00", "12:00"), ("16:00", "17:00")]),
+    "Bo Chen": (-300, [("08:00", "09:30"), ("12:00", "12:30")]),
+    "Emma Jones": (0, [("10:00", "11:00"), ("15:00", "16:00")]),
+    "Felix Braun": (60, [("08:00", "09:30"), ("13:00", "14:00")]),
+    "Hugo Martin": (60, [("10:00", "12:30")]),
+}
+"""Each attendee's offset from UTC in minutes and local busy blocks (`recorded_meeting_run`)."""
+
+
+def tz_applied(out: dict[str, Any], given: dict[str, Any]) -> bool | None:
+    """The check a new user wrote on parse_calendar (nu62): with a non-zero offset in the calendar's header, its
+    busy times in UTC differ from the local ones (None: no offset to apply)."""
+    import re
+
+    m = re.search(r"tz=([+-]\d\d:\d\d)", given["text"])
+    if m is None or m.group(1) in ("+00:00", "-00:00"):
+        return None
+    local = [r.split()[0] for r in given["text"].splitlines()[1:]]
+    return local != out["busy_utc"]
+
+
+def recorded_meeting_run(path: Any) -> Run:
+    """Record (with trajdebug's own recorder) a new user's meeting scheduler (nu62 agent B), shortened: a plain
+    policy (kind llm) asks for each attendee's calendar in turn (``get_calendar(**action["args"])``: edges to it
+    only inferred), each calendar is parsed to UTC, merged, a slot found, a room booked and saved to the state,
+    invites sent from the state, and the replies confirmed.  The planted bug: parse_calendar reads only a
+    positive ``tz=+HH:MM``, so Bo Chen's -05:00 is taken as UTC (his parse, the second, is the root) and he
+    declines the slot; the run fails at confirm."""
+    import json
+    import re
+
+    import trajdebug
+    from trajdebug.sources.load import load_runs
+
+    def hm(m: int) -> str:
+        return f"{m // 60:02d}:{m % 60:02d}"
+
+    def mins(t: str) -> int:
+        return int(t[:2]) * 60 + int(t[3:5])
+
+    @trajdebug.step(kind="input")
+    def receive_request(request: dict[str, Any]) -> dict[str, Any]:
+        return request
+
+    @trajdebug.step(kind="llm")
+    def policy(history: list[dict[str, Any]]) -> dict[str, Any]:
+        request = json.loads(history[0]["content"])
+        fetched = {json.loads(m["content"])["person"] for m in history[1:] if m["role"] == "tool"}
+        todo = [p for p in request["attendees"] if p not in fetched]
+        return {"tool": "get_calendar", "args": {"person": todo[0], "day": request["day"]}} if todo else {"tool": "done"}
+
+    @trajdebug.step(kind="tool")
+    def get_calendar(person: str, day: str) -> str:
+        off, blocks = MEETING_CALENDARS[person]
+        sign = "+" if off >= 0 else "-"
+        return "\n".join([f"calendar {person} {day} tz={sign}{hm(abs(off))}", *(f"{a}-{b} busy" for a, b in blocks)])
+
+    @trajdebug.step(kind="parse")
+    def parse_calendar(text: str) -> dict[str, Any]:
+        header, *rows = text.splitlines()
+        m = re.search(r"tz=\+(\d\d):(\d\d)", header)  # the bug: a negative offset is read as none
+        off = int(m.group(1)) * 60 + int(m.group(2)) if m else 0
+        busy = [f"{hm(mins(r[:5]) - off)}-{hm(mins(r[6:11]) - off)}" for r in rows]
+        return {"person": header.split(" 20")[0][len("calendar "):], "busy_utc": busy}
+
+    @trajdebug.step(kind="other")
+    def merge_busy(parsed: list[dict[str, Any]]) -> list[str]:
+        spans = sorted((mins(s[:5]), mins(s[6:])) for p in parsed for s in p["busy_utc"])
+        merged: list[list[int]] = []
+        for a, b in spans:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        return [f"{hm(a)}-{hm(b)}" for a, b in merged]
+
+    @trajdebug.step(kind="other")
+    def find_slot(busy: list[str], window: list[str], duration_min: int) -> dict[str, str]:
+        t = mins(window[0])
+        for span in [*busy, f"{window[1]}-{window[1]}"]:
+            if mins(span[:5]) - t >= duration_min:
+                break
+            t = max(t, mins(span[6:]))
+        return {"start_utc": hm(t), "end_utc": hm(t + duration_min)}
+
+    @trajdebug.step(kind="tool")
+    def book_room(slot: dict[str, str], size: int) -> dict[str, str]:
+        return {"room": "Orion" if size > 4 else "Atlas", **slot, "booking": f"RM-{slot['start_utc'].replace(':', '')}"}
+
+    @trajdebug.step(kind="state")
+    def save_booking(booking: dict[str, str], attendees: list[str]) -> None:
+        trajdebug.current_run().state["meeting"] = {**booking, "attendees": attendees}
+
+    @trajdebug.step(kind="tool")
+    def send_invites(day: str) -> dict[str, str]:
+        meeting = trajdebug.current_run().state["meeting"]
+        s, e = mins(meeting["start_utc"]), mins(meeting["end_utc"])
+        replies = {}
+        for person in meeting["attendees"]:
+            off, blocks = MEETING_CALENDARS[person]
+            clash = [(a, b) for a, b in blocks if mins(a) - off < e and s < mins(b) - off]
+            replies[person] = f"declined: busy {hm(mins(clash[0][0]) - off)} UTC" if clash else "accepted"
+        return replies
+
+    @trajdebug.step(kind="output")
+    def confirm(replies: dict[str, str]) -> str:
+        declined = {p: r for p, r in replies.items() if r != "accepted"}
+        if declined:
+            person, why = next(iter(declined.items()))
+            raise RuntimeError(f"{person} {why}; the meeting cannot go ahead at this slot")
+        return "booked"
+
+    req = {"topic": "Q1 roadmap review", "day": "2026-12-09", "attendees": list(MEETING_CALENDARS),
+           "window": ["08:00", "18:00"], "duration_min": 60}
+    try:
+        with trajdebug.run("meeting-scheduler", task="schedule Q1 roadmap review", path=path):
+            given = receive_request(req)
+            history = [{"role": "user", "content": json.dumps(given)}]
+            parsed = []
+            while (action := policy(history))["tool"] != "done":
+                history.append({"role": "assistant", "content": json.dumps(action)})
+                cal = parse_calendar(get_calendar(**action["args"]))
+                parsed.append(cal)
+                history.append({"role": "tool", "content": json.dumps(cal)})
+            slot = find_slot(merge_busy(parsed), given["window"], given["duration_min"])
+            save_booking(book_room(slot, len(given["attendees"])), given["attendees"])
+            confirm(send_invites(given["day"]))
+    except RuntimeError:
+        pass
+    [got] = load_runs(path)
+    return got

@@ -951,12 +951,21 @@ def test_a_resumed_session_after_a_groups_not_all_asks_and_numbers_as_the_live_o
 
 
 def test_the_tally_counts_each_answer_a_group_stored_and_the_open_group_is_named_whole(tmp_path: Path) -> None:
-    """LOW 5 (rev49a): after the group's "all right" the tally counts its seven stored answers (in one question);
-    quitting at a group's question, the line on why it is not about the likeliest root names the whole group."""
+    """LOW 5 (rev49a): the group's "all right" stores its seven answers (in one question) and the tally counts
+    answers and questions apart; quitting at a group's question, the line on why it is not about the likeliest
+    root names the whole group.  (Since round 62 the search reads every ranked step's prior, not the --top
+    head: normalize_budget is asked before the group, and the group's "all right" ends the session.)"""
     src = tmp_path / "flats.jsonl"
     _record_flats(src)
-    flat = " ".join(_ask_cli(src, "i\n?\ny\nq\n").split())
-    assert "stopped: 9 answer(s) given and stored in 3 question(s)" in flat
+    _ask_cli(src, "i\n?\n?\ny\nq\n")
+    [run] = load_runs(src)
+    lookups = {s.step_id for s in run.steps if s.name == "get_details"}
+    stored = [a for a in run.answers if a.step_id in lookups]
+    assert len(lookups) == 7 and {a.step_id for a in stored} == lookups and all(a.correct is True for a in stored)
+    again = tmp_path / "again.jsonl"
+    _record_flats(again)
+    flat = " ".join(_ask_cli(again, "i\n?\n?\n?\ny\nq\n").split())
+    assert "stopped: 4 answer(s) given and stored in 5 question(s)" in flat
     other = tmp_path / "other.jsonl"
     _record_flats(other)
     flat = " ".join(_ask_cli(other, "n\ny\nq\n").split())
@@ -1049,9 +1058,10 @@ def test_every_question_takes_dont_know_and_a_group_asks_each_step_after_it(tmp_
     assert _one_answer(q, Console(file=io.StringIO(), width=200), lambda: "?") == (None, None)
     src = tmp_path / "flats.jsonl"
     _record_flats(src)
-    flat = " ".join(_ask_cli(src, "i\n?\n?\nq\n").split())
-    assert "is no answer" not in flat and "question 3: Are all 7 of these right?" in flat
-    assert re.search(r"question 4: tool get_details #\w+ \(step", flat)
+    # Since round 62 the search reads every ranked step's prior: normalize_budget is asked before the group.
+    flat = " ".join(_ask_cli(src, "i\n?\n?\n?\nq\n").split())
+    assert "is no answer" not in flat and "question 4: Are all 7 of these right?" in flat
+    assert re.search(r"question 5: tool get_details #\w+ \(step", flat)
     [record] = [a for a in load_runs(src)[0].answers if a.asked == ASKED_GROUP]
     assert record.correct is None and (record.reason or "").endswith(": don't know")
 

@@ -608,3 +608,31 @@ def test_analyze_guided_with_no_one_to_ask_still_settles_the_stored_answers(tmp_
         seen.append((a["guided"]["root_name"], a["guided"]["certain"], [c["name"] for c in a["root_causes"]]))
     assert seen[0][:2] == ("plan_ration", True)
     assert seen[1] == seen[0]
+
+
+def test_piped_show_and_analyze_keep_every_value_on_one_line(tmp_path: Path) -> None:
+    """Not on a terminal, `show` and `analyze` never wrap their text: a failure's message longer than 80 columns
+    is found whole on one line (nu62 bug 7: "the claimed \\n837.07 EUR")."""
+    from tests.builders import recorded_meeting_run
+
+    src = tmp_path / "m.jsonl"
+    run = recorded_meeting_run(src)
+    message = "Bo Chen declined: busy 13:00 UTC; the meeting cannot go ahead at this slot"
+    assert message in (run.failure_reason or "")
+    for command in (["show", str(src)], ["analyze", str(src)]):
+        out = CliRunner().invoke(cli, command, catch_exceptions=False).output
+        assert any(message in line for line in out.splitlines()), command
+
+
+def test_analyze_help_names_the_shipped_models_verdict_thresholds() -> None:
+    """`analyze --help` says where likely and confident begin, per setting, as the shipped model has them (nu62
+    bug 5: 77 % likely and 78 % confident, no threshold said anywhere)."""
+    from trajdebug.analysis.learned import load_model
+
+    m = load_model("default")
+    assert m is not None
+    likely, sure = m.thresholds(references=True)
+    flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
+    assert f"likely from {likely:.0%}".replace("%", " %") in flat
+    assert f"confident from {sure:.1%}".replace("%", " %") + " with references" in flat
+    assert ("and never alone" in flat) == (m.thresholds(references=False)[1] > 1)

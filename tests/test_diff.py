@@ -1044,3 +1044,13 @@ def test_a_step_that_changes_its_argument_in_place_is_compared_as_it_was_called(
     assert first is not None and first.name == "make_brief" and first.status == "output"
     out = " ".join(CliRunner().invoke(cli, ["diff", str(good), str(bad)]).output.split())
     assert "first divergence: make_brief#" in out and "outside the recorded steps" not in out
+
+
+def test_diff_of_two_names_that_are_no_files_says_they_were_read_as_run_ids(tmp_path: Path, monkeypatch: Any) -> None:
+    """`trajdebug diff a b` in a folder with no store and no file ``a`` says ``a`` was read as a run id, not only
+    that the default store is missing (nu62 bug 8)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRAJDEBUG_STORE", raising=False)
+    out = CliRunner().invoke(cli, ["diff", "a", "b"])
+    assert out.exit_code != 0
+    assert "no such file or store, so read as a run id" in out.output and "no store here yet" in out.output

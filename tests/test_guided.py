@@ -1119,3 +1119,63 @@ def test_a_root_the_answers_prove_has_no_reason_saying_it_has_no_evidence_of_its
         moved = settled(dataclasses.replace(a, guided=after.guided))
         [root] = [c for c in moved.root_causes if c.step_id == "parse"]
         assert not any(r.startswith("no evidence of its own") for r in root.reasons), by
+
+
+# -- a new user's meeting scheduler (nu62 agent B: tests/builders.py, `recorded_meeting_run`) -------------
+
+
+def _meeting_oracle(step: Step, run: Run) -> bool | None:
+    from tests.builders import tz_applied
+
+    return tz_applied(step.output, step.input) if step.name == "parse_calendar" else None
+
+
+def _meeting(tmp_path: object, name: str = "m.jsonl") -> tuple[str, dict[str, str]]:
+    from pathlib import Path
+
+    from tests.builders import recorded_meeting_run
+
+    path = Path(str(tmp_path)) / name
+    run = recorded_meeting_run(path)
+    ids: dict[str, str] = {}
+    for s in run.steps:  # each step as its name and its call's number: parse_calendar 2 is Bo Chen's
+        ids[f"{s.name} {sum(k.startswith(s.name + ' ') for k in ids) + 1}"] = s.step_id
+    return str(path), ids
+
+
+def test_how_many_candidates_are_shown_changes_nothing_the_guided_search_concludes(tmp_path: object) -> None:
+    """--top is display only: the same answers leave the same root and the same probabilities with 1, 3 or 25
+    candidates shown (nu62 bug 1: policy#02 at 81 % with --top 3, parse_calendar#07 at 44 % with --top 10)."""
+    import shutil
+
+    from trajdebug.api import analyze_source
+
+    src, _ = _meeting(tmp_path)
+    seen = set()
+    for top in (1, 3, 25):
+        copy = f"{src}.{top}.jsonl"
+        shutil.copy(src, copy)
+        g = analyze_source(copy, top=top, oracle=_meeting_oracle).analyses[0].guided
+        assert g is not None
+        seen.add((g.root, g.certain, tuple((s, round(p, 9)) for s, p in g.candidates)))
+    assert len(seen) == 1
+
+
+def test_root_causes_open_on_the_root_the_guided_search_names(tmp_path: object) -> None:
+    """With the guided search run, `root_causes` lists the suspects the answers leave in the search's order, so it
+    opens on the guided root even when the answers prove none (nu62 bug 3: policy#02 first above the guided
+    root parse_calendar#07 with --top 25), whatever the number of candidates shown."""
+    import shutil
+
+    from trajdebug.api import analyze_source
+
+    src, _ = _meeting(tmp_path)
+    for top in (1, 3, 25):
+        copy = f"{src}.{top}.jsonl"
+        shutil.copy(src, copy)
+        a = analyze_source(copy, top=top, oracle=_meeting_oracle).analyses[0]
+        assert a.guided is not None and not a.guided.certain and a.guided.root is not None
+        assert a.root_causes[0].step_id == a.guided.root, top
+        suspects = [c.step_id for c in a.root_causes if c.run_id is None]
+        order = [sid for sid, _ in a.guided.candidates if sid in suspects]
+        assert suspects[: len(order)] == order, top

@@ -253,7 +253,7 @@ def test_unsure_text_says_what_would_settle_it(run: Run) -> None:
 
     a = analyze(run, top=100_000)
     never_sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=1.5, confident=2.0)
-    text = "\n".join(analysis_lines(rerank(a, never_sure, top=3)))
+    text = " ".join(" ".join(analysis_lines(rerank(a, never_sure, top=3))).split())  # as read, not as wrapped
     assert "verdict: unsure" in text and "passing run of the same input" in text and "--judge" in text
     sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=0.0, confident=0.0)
     md = analysis_markdown(rerank(a, sure, top=3))

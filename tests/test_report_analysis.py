@@ -124,7 +124,7 @@ def test_the_verdict_under_answers_that_single_out_another_step_names_the_rankin
     assert after.root_causes[0].step_id != top.step_id and top.confidence is not None
     note = " ".join((verdict_note(after) or "").split())
     own = f"(the ranking's own best candidate, {top.step_id and bad.step(top.step_id).name}#{top.step_id}, has"
-    assert own in note and f"calibrated confidence {top.confidence:.0%})" in note
+    assert own in note and f"calibrated confidence {top.confidence:.0%};" in note  # the thresholds follow it
     assert note.endswith("single out pick_rate#4, no person's: not a proof")
 
 
@@ -187,3 +187,32 @@ def test_a_path_names_a_step_whose_name_repeats_in_the_run_with_its_id() -> None
     steps = {f"r7-00000{i}": Step(f"r7-00000{i}", n, "other", start_ns=i, end_ns=i + 1) for i, n in enumerate(names, 1)}
     cand = Candidate(step_id="r7-000003", score=1.0, reasons=(), path=("r7-000003", "r7-000004", "r7-000005"))
     assert _path(cand, steps) == "get_profile#000003 → compute_invoice#000004 → submit"
+
+
+def test_the_verdict_line_names_the_thresholds_of_the_runs_setting() -> None:
+    """The verdict says where its words begin for the run's setting, from the model's thresholds: with references
+    ``confident`` from the model's ``confident_references`` (77 % likely beside 78 % confident read as a threshold
+    between them, not two words for one confidence: nu62 bug 5); alone, never confident when the model says so;
+    ``--json`` carries the same numbers."""
+    from trajdebug.analysis import analyze
+    from trajdebug.analysis.learned import load_model
+    from trajdebug.core.model import Run
+    from trajdebug.report.analysis import verdict_note
+
+    def run(rid: str, out: float, outcome: str) -> Run:
+        steps = (Step("a", "read", "llm", input={"ask": "rent"}, output={"rent": "1.250"}, start_ns=0, end_ns=1),
+                 Step("b", "norm", "other", output=out, start_ns=2, end_ns=3))
+        return Run(rid, "flats", 0, 4, outcome, None if outcome == "success" else "empty", steps=steps,
+                   metadata={"task": "rent"})
+
+    m = load_model("default")
+    assert m is not None
+    likely, sure = m.thresholds(references=True)
+    with_refs = analyze(run("f1", 1.25, "failure"), references=[run("p1", 1250.0, "success")])
+    assert with_refs.verdict_thresholds == (likely, sure)
+    assert f"with references: likely from {likely:.0%}, confident from {sure:.1%}" in (verdict_note(with_refs) or "")
+    assert with_refs.to_dict()["verdict_thresholds"] == {"likely": likely, "confident": sure}
+    alone = analyze(run("f1", 1.25, "failure"))
+    assert alone.verdict_thresholds == m.thresholds(references=False)
+    words = "never confident" if m.thresholds(references=False)[1] > 1 else "confident from"
+    assert f"alone: likely from {likely:.0%}, {words}" in (verdict_note(alone) or "")

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from trajdebug.analysis._guided_result import every_candidate
+
 
 if TYPE_CHECKING:
     from trajdebug.analysis._pipeline import Analysis
@@ -35,7 +37,7 @@ def failure_path(
     value: a path through it is not how the root's value reached the failure (nu24 was shown size_face's path
     through the choose_panel it had just answered right)."""
     index = {sid: i for i, sid in enumerate(ids)}
-    for c in analysis.localization.candidates:
+    for c in every_candidate(analysis.localization):
         if c.step_id == root and c.run_id is None:
             cleared = any(s in index and verdict(index[s]) is True for s in c.path[1:])
             if len(c.path) > 1 and c.path[-1] == failure and not cleared:

@@ -141,6 +141,16 @@ def ranker_order(analysis: Analysis) -> Localization:
     return analysis.localization if analysis.ranked is None else analysis.ranked
 
 
+def every_candidate(loc: Localization) -> list[Candidate]:
+    """Every ranked step as a candidate, best first: the head shown (``candidates``, as a model on top left it)
+    and the rest of ``ranked_all``.  The search reads this, never the head alone: how many candidates are shown
+    (``top``) is display only (a new user's ``--top 3`` and ``--top 10`` singled out different roots from the
+    same answers, the prior past the head having decayed from the last one shown)."""
+    head = list(loc.candidates)
+    seen = {(c.run_id, c.step_id) for c in head}
+    return head + [c for c in loc.ranked_all if (c.run_id, c.step_id) not in seen]
+
+
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
     """The failing step the search starts from: the top candidate's failure, else the first failure found.
 
@@ -156,7 +166,7 @@ def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
         while up is not None and up not in failed:
             failed.add(up)
             up = graph.parent(up)
-    for c in loc.candidates:
+    for c in every_candidate(loc):
         end = c.path[-1] if c.run_id is None and c.path else None
         if end is not None and end in graph and (end in failed or graph.steps[end].status == "error"):
             return end
@@ -184,7 +194,7 @@ def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
     # so a prior read from the settled order would change with every answer stored and a resumed search
     # would ask other questions than the session that gave those answers.
     loc = ranker_order(analysis)
-    for c in loc.candidates:
+    for c in every_candidate(loc):
         if c.run_id is not None or c.step_id in raw:
             continue
         conf = getattr(c, "confidence", None)
@@ -386,7 +396,6 @@ def settled(analysis: Analysis) -> Analysis:
     said = standing(g.questions)
     group = _grouping(g, said)
     count = proof_count(analysis)
-    proven = g.root if g.certain else None
     lead, by = singled_out(analysis), whose(analysis)
 
     def moved(c: Candidate) -> Candidate:
@@ -418,19 +427,29 @@ def settled(analysis: Analysis) -> Analysis:
         kept = tuple(r for r in c.reasons if grp != 0 or not r.startswith((NOT_A_ROOT, NO_EVIDENCE)))
         return replace(c, reasons=(note, *kept), root=grp == 0 or (c.root and grp == 1))
 
+    # The suspects left in the search's order (`Guided.candidates`: its probabilities, `ranked_candidates`), so
+    # the list opens on the root the search names even when the answers prove none: in the ranker's order it
+    # opened on a step the answers had made less likely than the guided root printed below it (nu62 bug 3).
+    post = {sid: i for i, (sid, _) in enumerate(g.candidates)}
+
+    def place(sid: str) -> tuple[int, int]:
+        grp = group(sid)
+        return grp, post.get(sid, len(post)) if grp == 1 else 0
+
     def order(cs: Iterable[Candidate]) -> list[Candidate]:
         items = list(cs)
-        keyed = sorted(range(len(items)), key=lambda i: (group(items[i].step_id) if items[i].run_id is None else 1, i))
+        keyed = sorted(range(len(items)), key=lambda i: (place(items[i].step_id) if items[i].run_id is None else (1, len(post)), i))
         return [moved(items[i]) for i in keyed]
 
     loc = analysis.localization
     candidates = list(loc.candidates)
-    if proven and all(c.step_id != proven or c.run_id is not None for c in candidates):
-        # A root proven below the cut of ``top`` still heads the list: it is what the answers found.
-        extra = [c for c in loc.ranked_all if c.step_id == proven and c.run_id is None]
+    head = g.root if not g.conflict else None
+    if head and all(c.step_id != head or c.run_id is not None for c in candidates):
+        # A root found (proven, or the likeliest left) below the cut of ``top`` still heads the list.
+        extra = [c for c in loc.ranked_all if c.step_id == head and c.run_id is None]
         candidates = (extra + candidates)[: max(len(candidates), 1)] if extra else candidates
     ranked = {sid: i for i, sid in enumerate(loc.ranking)}
-    ranking = tuple(sorted(loc.ranking, key=lambda sid: (group(sid), ranked[sid])))
+    ranking = tuple(sorted(loc.ranking, key=lambda sid: (*place(sid), ranked[sid])))
     # A person's answers that prove the root settle the verdict: the ranker's guess is kept beside it.
     proved = bool(person_proof(analysis))
     own = analysis.ranking_verdict

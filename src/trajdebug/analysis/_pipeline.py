@@ -72,6 +72,10 @@ class Analysis:
     """The verdict on the best candidate: the learned ranker's, ``confident``, ``likely``, ``unsure`` (None: no
     model), or ``proved`` when a person's answers prove the root (`trajdebug.analysis.settled`,
     `trajdebug.analysis.person_proof`; a proof by automatic oracles alone leaves the ranker's)."""
+    verdict_thresholds: tuple[float, float] | None = None
+    """The calibrated confidences at which the learned ranker's verdict turns ``likely`` and ``confident``, as they
+    applied to this run (the model's ``thresholds``; ``confident_references`` for a run analysed with references;
+    above 1 where no confidence reached the model's precision bar: never); None with no model."""
     ranker_verdict: str | None = None
     """The learned ranker's own verdict when answers proved the root (`verdict` is then ``proved``); None
     otherwise, when `verdict` is the ranker's (`ranking_verdict` reads either)."""
@@ -196,6 +200,10 @@ class Analysis:
             # The ranking's own verdict and its best candidate's confidence, whatever answers proved (since round 50).
             "ranker_verdict": self.ranking_verdict,
             "ranker_confidence": self.ranker_confidence,
+            # Where the verdict's words begin (likely, confident) for this run: a setting with references has its own.
+            "verdict_thresholds": None if self.verdict_thresholds is None else dict(
+                zip(("likely", "confident"), self.verdict_thresholds, strict=True)
+            ),
             # The root's standing as the text words it (proved, singled out), beside the search's ``certain``.
             "guided": None if self.guided is None else {**self.guided.to_dict(), **root_standing(self)},
         }
@@ -284,7 +292,9 @@ def learned_rank(state: AnalysisState) -> AnalysisState:
     if state.options.model is None:
         return state
     ranked = rerank(result(state), state.options.model, state.options.top, graph=state.own_graph)
-    return replace(state, localization=ranked.localization, verdict=ranked.verdict)
+    return replace(
+        state, localization=ranked.localization, verdict=ranked.verdict, verdict_thresholds=ranked.verdict_thresholds
+    )
 
 
 STAGES: tuple[Stage, ...] = (
@@ -336,6 +346,7 @@ def result(state: AnalysisState) -> Analysis:
         tuple(r.run_id for r in state.references),
         problems,
         verdict=state.verdict,
+        verdict_thresholds=state.verdict_thresholds,
         same_input=tuple(r.run_id for r in state.references if same_request(state.run, r)),
     )
 

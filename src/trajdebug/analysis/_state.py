@@ -109,6 +109,8 @@ class AnalysisState:
     """The ranked candidates (ids of ``searched`` until ``map_home``, then of their own runs)."""
     verdict: str | None = None
     """The learned ranker's verdict on its best candidate (``learned_rank``; None without a model)."""
+    verdict_thresholds: tuple[float, float] | None = None
+    """Where that verdict turns ``likely`` and ``confident`` for this run (`Analysis.verdict_thresholds`)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Room for stages added by a caller (a learned re-ranking, an oracle search) to leave what they found."""
 

@@ -158,10 +158,16 @@ class Model:
 
     def verdict(self, confidence: float | None, references: bool = False) -> Verdict:
         """The verdict for a best candidate of this confidence, in a run analysed with ``references`` or alone."""
-        if confidence is None or confidence < self.likely:
+        likely, sure = self.thresholds(references)
+        if confidence is None or confidence < likely:
             return "unsure"
-        sure = self.confident_references if references and self.confident_references is not None else self.confident
         return "confident" if confidence >= sure else "likely"
+
+    def thresholds(self, references: bool = False) -> tuple[float, float]:
+        """The confidences at which the verdict turns ``likely`` and ``confident``, in a run analysed with
+        ``references`` or alone (the two settings' ``confident`` may differ; above 1: never)."""
+        sure = self.confident_references if references and self.confident_references is not None else self.confident
+        return self.likely, sure
 
     def to_dict(self) -> dict[str, Any]:
         """The model as JSON data (the file format `load_model` reads)."""
@@ -392,6 +398,7 @@ def rerank(
             loc, candidates=cands[:keep], ranking=ranking + rest, ranked_all=tuple(cands), method="trajdebug+learned"
         ),
         verdict=verdict,
+        verdict_thresholds=m.thresholds(bool(analysis.references)) if cands else None,
     )
 
 

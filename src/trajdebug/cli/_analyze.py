@@ -47,6 +47,9 @@ With --judge, a model (any OpenAI-compatible endpoint, configured in the
 environment) judges the shortlisted steps and the ranking combines its
 verdicts with the deterministic scores; every candidate keeps its evidence.
 
+Piped (not a terminal), the text is never wrapped: a value stays on one
+line.  On a terminal it wraps to the terminal's width (COLUMNS sets another).
+
 With --oracle MODULE:FUNCTION (or expectations registered with
 trajdebug.expect), a guided search asks whether single steps' outputs are
 correct and converges on the root: a wrong step whose inputs are all
@@ -88,7 +91,8 @@ Example:
     type=click.IntRange(min=1),
     default=5,
     show_default=True,
-    help="How many root-cause candidates.",
+    help="How many root-cause candidates to show (and --verify replays, three at most); the ranking, the verdict "
+    "and the guided search read every ranked step, whatever --top says.",
 )
 @click.option(
     "--outcome",
@@ -172,8 +176,11 @@ Example:
     default="default",
     show_default=True,
     help="Re-rank with a learned model (`default`: the shipped one; a file from `trajdebug fit`; `none`: the hand "
-    "ranking alone): each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure; "
-    "proved when a person's answers, given with --ask or stored, prove the root).",
+    "ranking alone): each candidate gets a calibrated confidence and the run a verdict from its best candidate's: "
+    "likely from the model's `likely` threshold, confident from its `confident` one for the run's setting, else "
+    "unsure; proved when a person's answers, given with --ask or stored, prove the root.  The shipped model: likely "
+    "from 50 %, confident from 77.7 % with references (passing runs of the agent in SOURCE or --refs) and never "
+    "alone; the verdict line names the thresholds that applied.",
 )
 @add_verify_option
 @add_judge_options
@@ -347,7 +354,7 @@ def _emit_markdown(analyses: list[Any], verifications: list[Any], judgments: lis
 def _emit_text(analyses: list[Any], verifications: list[Any], judgments: list[Any], hints: Sequence[str]) -> None:
     from trajdebug.report.analysis import render_analysis
 
-    con = console()
+    con = console(unwrapped_piped=True)
     for i, a in enumerate(analyses):
         if i:
             con.print()

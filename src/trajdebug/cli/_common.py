@@ -146,13 +146,19 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json_text(dumps(obj).decode("utf-8")) + "\n")
 
 
-def console() -> Any:
-    """A rich console on stdout (colour only on a terminal); what it prints goes through `visible`."""
+def console(*, unwrapped_piped: bool = False) -> Any:
+    """A rich console on stdout (colour only on a terminal); what it prints goes through `visible`.
+
+    ``unwrapped_piped``: piped into a file, a pager or another program, text is never wrapped, a value is one
+    line (nu62 bug 7: `show` and `analyze` split "the claimed 837.07 EUR" at 80 columns, where a script could
+    not find it); on a terminal, rich wraps to its width (``COLUMNS`` sets another).  Off for the commands whose
+    text is laid out in columns (`errors`' table) and for the ``--ask`` session."""
     from rich.console import Console
 
     from trajdebug.core.escape import render_hook
 
     out = Console(highlight=False, soft_wrap=False)
+    out.soft_wrap = unwrapped_piped and not out.is_terminal
     out.push_render_hook(render_hook())
     return out
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajdebug.cli._common import console, emit_json, fmt_option, is_derived, json_option, store_path
+from trajdebug.cli._common import console, emit_json, fail, fmt_option, is_derived, json_option, store_path
 from trajdebug.core.model import Run
 
 
@@ -73,14 +73,21 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
         head, _, tail = ref.rpartition("@")
         if Path(head).exists():
             path, run_id = head, tail
+    # A reference that names no file is a run id in the store: said in any error, so a mistyped file name is
+    # not reported as a missing default store alone (nu62: `diff a b` in an empty folder).
+    as_id = ""
     if not Path(path).exists():
-        path, run_id = store_path(store), ref
+        try:
+            path, run_id = store_path(store), ref
+        except click.ClickException as exc:
+            raise fail(f"{ref}: no such file or store, so read as a run id: {exc.message}") from None
+        as_id = f"{ref}: no such file or store, so read as a run id in {path}: "
     try:
         runs = load_runs(path, run_id=run_id, fmt=fmt)
     except SourceError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"{as_id}{exc}") from None
     if not runs:
-        raise click.ClickException(f"{path}: no runs found")
+        raise click.ClickException(f"{as_id}{path}: no runs found")
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
@@ -101,10 +108,9 @@ def _render_diff(al: Any, iso: Any) -> None:
 
     from trajdebug.replay.diffview import diff_lines
 
-    con = console()
     # Piped into a file or a pager, a value is one line (nu30 finding 8: wrapped at 80 columns mid-value, a date
     # read "2026-12-0" / "1"); on a terminal, rich wraps to its width.
-    con.soft_wrap = not con.is_terminal
+    con = console(unwrapped_piped=True)
     for line in diff_lines(al, iso):
         text = Text()
         for part, style in line:

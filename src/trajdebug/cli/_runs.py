@@ -264,7 +264,7 @@ def show_cmd(
         return
     from trajdebug.report.text import render_run
 
-    out = console()
+    out = console(unwrapped_piped=True)
     for i, r in enumerate(runs):
         if i:
             out.print()
@@ -315,7 +315,7 @@ def _show_steps(
         return
     from trajdebug.core.escape import visible
 
-    out = console()
+    out = console(unwrapped_piped=True)
     for i, (r, s) in enumerate(picked):
         if i:
             out.print()

@@ -132,11 +132,25 @@ def verdict_note(a: Analysis) -> str | None:
         automatic = f"; the answers of {one_line(whose(a))} single out {_label(steps.get(g.root), g.root)}, no person's: not a proof"
     if verdict is None:
         return None
-    conf = _ranking_confidence(a, steps)
+    conf, bounds = _ranking_confidence(a, steps), verdict_bounds(a)
+    conf = f"{conf[:-1]}; {bounds})" if conf.endswith(")") and bounds else conf + (f" ({bounds})" if bounds else "")
     if verdict == "unsure":
         same = getattr(a, "same_input", ())
         return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}{automatic}"
     return f"verdict: {verdict}{conf}{automatic}"
+
+
+def verdict_bounds(a: Analysis) -> str:
+    """Where the verdict's words begin for this run: the learned model's thresholds (its file's
+    ``thresholds``), the ``confident`` one of the setting the run was analysed in (with references or alone: they
+    differ), so that 77 % "likely" beside 78 % "confident" reads as a threshold between them (nu62 bug 5)."""
+    bounds = getattr(a, "verdict_thresholds", None)
+    if bounds is None:
+        return ""
+    likely, sure = bounds
+    setting = "with references" if getattr(a, "references", ()) else "alone"
+    top = f"confident from {sure:.1%}" if sure <= 1.0 else "never confident"
+    return f"{setting}: likely from {likely:.0%}, {top}"
 
 
 def _ranking_confidence(a: Analysis, steps: Mapping[str, Step]) -> str:
@@ -297,6 +311,9 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
         # Wrapped continuation lines stay under the first one; each line is printed
         # as wrapped, so no line carries the padding's trailing spaces.
         text = Text.from_markup(markup, style=style)
+        if console.soft_wrap:  # piped (`trajdebug.cli._common.console`): one line, never split mid-value
+            console.print(Text(" " * indent) + text, soft_wrap=True)
+            return
         width = max(20, (console.width or 80) - indent)
         for line in text.wrap(console, width):
             line.rstrip()
