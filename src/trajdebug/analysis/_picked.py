@@ -17,6 +17,7 @@ under a field the failure's words name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
@@ -84,7 +85,7 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
                 raw.setdefault(a.field, a.raw)
         for o in view.outputs:
             was = given.get(o.field or "", set())
-            if len(was) != 1 or o.key not in keys or o.key in was:
+            if len(was) != 1 or o.key not in keys or o.key in was or _an_update(sl, sid, o, given):
                 continue
             old = next(iter(was))
             if old in keys and old not in view.out_keys:
@@ -96,6 +97,24 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
                 )
                 break
     return out
+
+
+def _an_update(sl: Slice, sid: str, o: Atom, given: dict[str, set[str]]) -> bool:
+    """Whether a step's new value under a field is an update it was asked to make, not a replacement: computed
+    from its own inputs (a balance of 500 and a refund of 120 answered as 620; a date plus a number of days), or
+    handed to it under a field named for the one it replaced (``new_date`` for ``date``).  A later copy that
+    disagrees with such an update is stale; the update is no cause of that."""
+    if sl.lin.operands(sid, o):
+        return True
+    words = set(_field_words(_snake(o.field or "")))
+    return any(
+        o.key in ks and g != o.field and words <= set(_field_words(_snake(g))) for g, ks in given.items()
+    )
+
+
+def _snake(name: str) -> str:
+    """A field name with its case changes split as underscores (``newDate`` -> ``new_Date``)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
 
 
 def _numbers(record: object) -> set[float]:

@@ -308,8 +308,12 @@ def reformatted(sl: Slice, a: Atom, message: str, pos: int, within: set[str], wh
         was = [g for g in view.inputs if g.key == a.key]
         if not was or any(g.raw == a.raw for g in was):
             return []
+        # A step that also kept the writing it was given (``due`` beside a ``due_display``) added a form and
+        # rewrote nothing: whoever passed on the added form chose it (and was given both, so no finding here).
+        if any(o.key == a.key and o.raw in {g.raw for g in was} for o in view.outputs):
+            continue
         reason = f"wrote {was[0].raw!r} as {a.raw!r}, the form the failure at {where} could not read"
-        return [Evidence(sid, sl.w["dropped"], reason, "lineage:reformatted")]
+        return [Evidence(sid, sl.w["reformatted"], reason, "lineage:reformatted")]
     return []
 
 
@@ -401,4 +405,4 @@ def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> lis
     return out
 
 
-__all__ = ["lineage_evidence"]
+__all__ = ["lineage_evidence", "reformatted"]

@@ -340,7 +340,7 @@ def wrong_pick(
                 continue
             # Both are items of one list it was given: the list was the context, the field what it was asked.
             among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
-            if among:
+            if among and not _a_change(step.input, held, lists, among[0], asked, o):
                 yield Evidence(
                     step.step_id,
                     WRONG_PICK,
@@ -349,6 +349,39 @@ def wrong_pick(
                     "lineage:wrong-record",
                 )
                 return
+
+
+def _a_change(
+    value: Any, held: Mapping[str, set[str]], lists: Collection[str], among: str, asked: Atom, answered: Atom
+) -> bool:
+    """Whether a step that answered another item of a list for the one it was asked about was told to change it,
+    not to pick it: it was also given the answered item under a plain field of its own (``upgrade_to='premium'``
+    beside ``plan='basic'``: a directive it carried out), or the list is one of names (no digits: statuses,
+    stages, tiers, shifts) in which the answered item comes right after the asked one (``triage`` ->
+    ``investigate``: moving along an ordered list).  A box of identifiers keeps its reading: its order is where
+    the items were stored, and answering the next one is the off-by-one slip `wrong_pick` is for."""
+    if any(ks == {answered.key} and g not in lists for g, ks in held.items()):
+        return True
+    return _next_in(value, among, asked.raw, answered.raw)
+
+
+def _next_in(value: Any, name: str, asked: str, answered: str, depth: int = 0) -> bool:
+    """Whether a list of names (no digits) under the key ``name`` (lower case), at any level of ``value``'s
+    mappings, holds ``answered`` right after ``asked`` (compared without case or surrounding blanks)."""
+    if depth > 4 or not isinstance(value, dict):
+        return False
+    a, b = asked.strip().lower(), answered.strip().lower()
+    for k, v in value.items():
+        if isinstance(v, dict) and _next_in(v, name, asked, answered, depth + 1):
+            return True
+        if str(k).lower() != name or not isinstance(v, list):
+            continue
+        items = [str(x).strip().lower() for x in v]
+        if any(_DIGITS.search(x) for x in items):
+            continue
+        if any(x == a and y == b for x, y in pairwise(items)):
+            return True
+    return False
 
 
 def _scalar_lists(value: Any, depth: int = 0) -> set[str]:
