@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from tests.builders import step
+
+from trajdebug.analysis import analyze
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import localize
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -203,4 +207,53 @@ def test_a_step_that_answered_another_value_under_a_field_it_was_given_is_the_re
 def test_a_replacement_the_failure_does_not_set_against_the_given_value_is_none() -> None:
     """When the failure names only one of the two values, the logbook's change is no replacement it speaks of."""
     loc = localize(_ledger_run(3, "log lists 3 seats for BK-2207, fewer than the room's minimum"))
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def _refund_run(ledger_extra: dict[str, Any]) -> Run:
+    """A refund applied to an account (balance 500, refund 120, answered 620), then a ledger read that answers the
+    stale 500; the reconciliation refuses the two balances."""
+    account = {"account": "AC-2", "balance": 500}
+    ledger = {"account": "AC-2", "balance": 500, **ledger_extra}
+    as_of = f" (as of {ledger_extra['as_of']})" if "as_of" in ledger_extra else ""
+    return Run("r", "billing", outcome="failure", steps=(
+        step("g", "get_account", "tool", 0, {"account": "AC-2"}, account),
+        step("rf", "get_refund", "tool", 1, {"account": "AC-2"}, {"refund": 120}),
+        step("ap", "apply_refund", "other", 2, {"account": account, "refund": 120},
+             {"account": "AC-2", "balance": 620}, "g", "rf"),
+        step("led", "read_ledger", "tool", 4, {"account": "AC-2"}, ledger, "ap"),
+        step("rec", "reconcile", "condition", 6, {"account": {"account": "AC-2", "balance": 620}, "ledger": ledger},
+             None, "ap", "led", status="error",
+             error=ErrorInfo("ValueError", f"ledger balance 500{as_of} does not match account balance 620")),
+    ))
+
+
+def test_a_step_that_computed_the_new_value_from_its_own_inputs_made_an_update_not_a_replacement() -> None:
+    """A refund step given a balance of 500 and a refund of 120 that answered 620 (500 + 120) updated the balance:
+    the stale ledger read the failure sets against it is no replacement it made, and the ledger read (which
+    introduced the as-of date the failure quotes) ranks first."""
+    loc = analyze(_refund_run({"as_of": "2025-03-01"}), model=None).localization
+    assert loc.ranked_all[0].step_id == "led"
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+    plain = analyze(_refund_run({}), model=None).localization
+    assert not any("in its place" in r for c in plain.ranked_all for r in c.reasons)
+
+
+def test_a_step_given_the_new_value_under_a_field_named_for_the_old_made_an_update_not_a_replacement() -> None:
+    """A reschedule given date=2025-03-14 and new_date=2025-03-21 that answered date=2025-03-21 did what it was
+    handed: when the invite model later writes the old date, the reschedule gets no replacement finding."""
+    appt = {"appointment": "AP-3", "date": "2025-03-14", "new_date": "2025-03-21"}
+    moved = {"appointment": "AP-3", "date": "2025-03-21"}
+    invite = {"messages": [{"role": "user", "content": json.dumps({"before": appt, "after": moved})}]}
+    run = Run("r", "clinic", outcome="failure", steps=(
+        step("in", "get_request", "tool", 0, {"appointment": "AP-3"}, appt),
+        step("rs", "reschedule", "other", 2, appt, moved, "in"),
+        step("inv", "write_invite", "llm", 4, invite,
+             {"role": "assistant", "content": json.dumps({"appointment": "AP-3", "invite_date": "2025-03-14"})},
+             "in", "rs"),
+        step("cal", "sync_calendar", "tool", 6, {"appointment": "AP-3", "date": "2025-03-21",
+                                                 "invite_date": "2025-03-14"}, None, "rs", "inv", status="error",
+             error=ErrorInfo("ValueError", "invite says 2025-03-14 but appointment AP-3 is on 2025-03-21")),
+    ))
+    loc = analyze(run, model=None).localization
     assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)

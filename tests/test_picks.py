@@ -163,3 +163,73 @@ def test_a_step_asked_about_one_word_of_its_list_that_answers_another_word_of_it
     assert not any("was asked about" in r for c in analyze(_plan_memory("premium"), model=None).localization.ranked_all
                    for r in c.reasons)
 
+
+
+def test_a_model_that_answers_the_next_identifier_of_its_box_still_picked_the_wrong_item() -> None:
+    """An inspector asked about GH-07 that answered GH-11, the zone after it in the site's list, picked the wrong
+    entity: a box of identifiers has no order to move along (its order is where the items were stored)."""
+    top = analyze(_greenhouse(["GH-03", "GH-11", "GH-11"])).localization.ranked_all[0]
+    assert top.step_id == "brief1"
+    assert any("was asked about zone='GH-07'" in r for r in top.reasons)
+
+
+def _upgrade(answer_field: str) -> Run:
+    """A gym's upgrade: the account holds plan='basic', the plans held and an ``upgrade_to='premium'`` directive; a
+    code step applies it (answering the new plan under ``answer_field``), and a price tool with a stale table
+    answers the old price for premium, which the invoice service refuses."""
+    account = {"account": "A-77", "plan": "basic", "plans_held": ["basic", "premium"], "upgrade_to": "premium"}
+    return Run("r", "gym", outcome="failure", steps=(
+        step("a", "get_account", "tool", 0, {"account": "A-77"}, account),
+        step("u", "apply_upgrade", "other", 2, account, {"account": "A-77", answer_field: "premium"}, "a"),
+        step("p", "price_plan", "tool", 4, {"plan": "premium"}, {"plan": "premium", "monthly": 9.0}, "u"),
+        step("i", "issue_invoice", "tool", 6, {"account": "A-77", "plan": "premium", "amount": 9.0}, None, "u", "p",
+             status="error", error=ErrorInfo("ValueError", "invoice refused: 9.00 differs from the 19.00 due for premium")),
+    ))
+
+
+def test_a_step_that_carries_out_a_change_it_was_given_as_a_directive_picked_nothing_wrong() -> None:
+    """A step given plan='basic', the plans held and upgrade_to='premium' that answered premium (as new_plan or as
+    plan) did what it was told: no wrong-pick finding, and with new_plan the stale price tool ranks first."""
+    for field in ("new_plan", "plan"):
+        loc = analyze(_upgrade(field), model=None).localization
+        assert not any("was asked about" in r for c in loc.ranked_all for r in c.reasons), field
+    assert analyze(_upgrade("new_plan"), model=None).localization.ranked_all[0].step_id == "p"
+
+
+def _pipeline(answer_field: str) -> Run:
+    """A ticket pipeline: the ticket holds stage='triage' and the ordered stages; a code step advances it (the next
+    stage under ``answer_field``); the engineer picker answers an engineer off shift and the assignment fails."""
+    ticket = {"ticket": "TK-12", "stage": "triage", "stages": ["triage", "investigate", "resolve"], "severity": 2}
+    return Run("r", "tickets", outcome="failure", steps=(
+        step("g", "get_ticket", "tool", 0, {"ticket": "TK-12"}, ticket),
+        step("adv", "advance_stage", "other", 2, ticket, {"ticket": "TK-12", answer_field: "investigate"}, "g"),
+        step("pick", "pick_engineer", "tool", 4, {"stage": "investigate", "severity": 2}, {"engineer": "E-4"},
+             "adv", "g"),
+        step("as", "assign", "tool", 6, {"ticket": "TK-12", "engineer": "E-4", "stage": "investigate"}, None,
+             "adv", "pick", status="error", error=ErrorInfo("ValueError", "assign failed: engineer E-4 is off shift")),
+    ))
+
+
+def test_a_step_that_moves_to_the_next_name_of_an_ordered_list_picked_nothing_wrong() -> None:
+    """A step given stage='triage' and the stages in order that answered 'investigate', the next one, moved along
+    the list (its job): no wrong-pick finding, and with next_stage the engineer picker ranks first."""
+    for field in ("next_stage", "stage"):
+        loc = analyze(_pipeline(field), model=None).localization
+        assert not any("was asked about" in r for c in loc.ranked_all for r in c.reasons), field
+    assert analyze(_pipeline("next_stage"), model=None).localization.ranked_all[0].step_id == "pick"
+
+
+def test_a_model_called_with_a_record_that_swaps_to_the_next_shift_picked_nothing_wrong() -> None:
+    """A model called with a rota record (shift='early', the shifts early and late, a swap asked for) that answered
+    shift='late' made the swap: the payroll tool that answered the wrong rate for it ranks first."""
+    rota = {"nurse": "N-8", "shift": "early", "shifts": ["early", "late"], "swap_requested": True}
+    run = Run("r", "rota", outcome="failure", steps=(
+        step("g", "get_rota", "tool", 0, {"nurse": "N-8"}, rota),
+        step("m", "approve_swap", "llm", 2, rota, {"nurse": "N-8", "shift": "late"}, "g"),
+        step("pay", "payroll_rate", "tool", 4, {"shift": "late"}, {"shift": "late", "rate": 18.5}, "m"),
+        step("chk", "check_pay", "tool", 6, {"nurse": "N-8", "shift": "late", "rate": 18.5}, None, "m", "pay",
+             status="error", error=ErrorInfo("ValueError", "pay 18.5 differs from the late-shift rate 21.0")),
+    ))
+    loc = analyze(run, model=None).localization
+    assert loc.ranked_all[0].step_id == "pay"
+    assert not any("was asked about" in r for c in loc.ranked_all for r in c.reasons)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from tests.builders import step
+
+from trajdebug.analysis import analyze
 from trajdebug.analysis._drops import _own_word
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import Lineage
@@ -312,38 +316,33 @@ def test_a_lead_that_comes_only_from_the_yardstick_share_is_at_most_unsure() -> 
     assert any("yardstick share" in r and "at most unsure" in r for r in top.reasons)
 
 
+def _json_text(value: object) -> str:
+    """A value as a model writes it into a message (JSON text)."""
+    return json.dumps(value)
+
+
 def _gallery_run(written: str, message: str, relay_keeps: bool = False) -> Run:
     """A gallery's loan desk: the request states the return date, a model reads the request into fields (writing
     the date as ``written``), a summariser model is shown the reading and answers a note without the date, and the
     loan system, handed the reading, refuses the date."""
-    from tests.builders import step
-
     request = "Loan of 'Harbour at Dusk' to the Kestrel Museum, to be returned by 2027-03-15."
     reading = {"work": "Harbour at Dusk", "borrower": "Kestrel Museum", "return_by": written}
     note = {"note": "Loan to Kestrel Museum" + (f" until {written}" if relay_keeps else "")}
     return Run("r", "loan-desk", outcome="failure", steps=(
         step("in", "receive_request", "input", 0, None, {"request": request}),
         step("m", "read_request", "llm", 1, {"messages": [{"role": "user", "content": request}]},
-             {"role": "assistant", "content": json_text(reading)}, "in"),
-        step("s", "summarise", "llm", 3, {"messages": [{"role": "user", "content": json_text(reading)}]},
-             {"role": "assistant", "content": json_text(note)}, "m"),
+             {"role": "assistant", "content": _json_text(reading)}, "in"),
+        step("s", "summarise", "llm", 3, {"messages": [{"role": "user", "content": _json_text(reading)}]},
+             {"role": "assistant", "content": _json_text(note)}, "m"),
         step("l", "register_loan", "tool", 5, {**reading, "note": note["note"]}, None, "m", "s", status="error",
              error=ErrorInfo("ValueError", message)),
     ))
-
-
-def json_text(value: object) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def test_the_step_that_wrote_a_date_in_the_form_the_failure_could_not_read_is_the_root() -> None:
     """A model given "returned by 2027-03-15" that wrote return_by as '03/15/2027', which the loan system quotes as
     an invalid isoformat string, chose the writing the failure is about: it ranks first, not the summariser that
     was shown the date and left it out of its note (the date reached the failing step whole)."""
-    from trajdebug.analysis import analyze
-
     loc = analyze(_gallery_run("03/15/2027", "Invalid isoformat string: '03/15/2027'"), model=None).localization
     top = loc.ranked_all[0]
     assert top.step_id == "m"
@@ -355,8 +354,6 @@ def test_the_step_that_wrote_a_date_in_the_form_the_failure_could_not_read_is_th
 def test_a_date_the_failure_quotes_for_another_reason_is_no_unreadable_writing() -> None:
     """When the failure names the date for what it is (the gallery is closed that day), not for its writing, the
     model that wrote it in another form gets no such finding."""
-    from trajdebug.analysis import analyze
-
     loc = analyze(_gallery_run("03/15/2027", "no returns on 03/15/2027: the gallery is closed"), model=None).localization
     assert not any("could not read" in r for c in loc.ranked_all for r in c.reasons)
 
@@ -366,11 +363,71 @@ def test_a_step_that_left_out_a_value_the_failing_step_could_not_read_as_handed_
     summariser that was shown it and left it out of its note gets no "did not pass it on" finding.  When the
     failure says what it expected instead (a date the check wanted), leaving it out still counts: the value that
     arrived by another path is no proof that this one was not needed."""
-    from trajdebug.analysis import analyze
-
     unreadable = analyze(_gallery_run("2027-03-15", "could not parse return_by '2027-03-15'"), model=None)
     summariser = next(c for c in unreadable.localization.ranked_all if c.step_id == "s")
     assert not any("did not pass it on" in r for r in summariser.reasons)
     expected = analyze(_gallery_run("2027-03-15", "the loan note must state 2027-03-15"), model=None)
     summariser = next(c for c in expected.localization.ranked_all if c.step_id == "s")
     assert any("did not pass it on" in r for r in summariser.reasons)
+
+
+def _llm(sid: str, name: str, start: int, shown: object, answer: object, *deps: str) -> Step:
+    """A model step shown ``shown`` (as JSON text unless a string) that answered ``answer`` the same way."""
+    said = shown if isinstance(shown, str) else _json_text(shown)
+    return step(sid, name, "llm", start, {"messages": [{"role": "user", "content": said}]},
+                {"role": "assistant", "content": _json_text(answer)}, *deps)
+
+
+def test_a_step_that_kept_the_writing_it_was_given_beside_a_display_form_rewrote_nothing() -> None:
+    """A formatter that wrote an invoice's due date both as due='2025-04-01' (as given) and due_display='04/01/2025'
+    added a form: when the payment tool cannot read '04/01/2025', the formatter gets no "could not read" finding
+    and the model that passed the display form on ranks above it."""
+    invoice = {"invoice": "INV-8", "due": "2025-04-01", "amount": 310.0}
+    shown = {**invoice, "due_display": "04/01/2025"}
+    args = {"invoice": "INV-8", "pay_on": "04/01/2025"}
+    run = Run("r", "payables", outcome="failure", steps=(
+        step("g", "get_invoice", "tool", 0, {"invoice": "INV-8"}, invoice),
+        step("f", "format_invoice", "other", 2, invoice, shown, "g"),
+        _llm("m", "plan_payment", 4, shown, {"tool": "schedule_payment", "args": args}, "f"),
+        step("p", "schedule_payment", "tool", 6, args, None, "m", status="error",
+             error=ErrorInfo("ValueError", "Invalid isoformat string: '04/01/2025'")),
+    ))
+    ranked = analyze(run, model=None).localization.ranked_all
+    order = [c.step_id for c in ranked]
+    assert not any("could not read" in r for r in ranked[order.index("f")].reasons)
+    assert order.index("m") < order.index("f")
+
+
+def test_a_failure_judging_what_dates_are_is_no_failure_to_read_their_writing() -> None:
+    """"Invalid date range: check_out ... is before check_in ..." judges the dates, not their writing: the model
+    that read "March 20, 2025" into 2025-03-20 gets no "could not read" finding, and the step that computed the
+    check-out wrongly ranks first."""
+    email = "Hi, we arrive March 20, 2025 and stay 2 nights. Booking for Ana Ruiz."
+    booking = {"guest": "Ana Ruiz", "check_in": "2025-03-20", "nights": 2}
+    dates = {"check_in": "2025-03-20", "check_out": "2025-03-18"}
+    run = Run("r", "hotel", outcome="failure", steps=(
+        step("in", "receive_email", "input", 0, None, {"email": email}),
+        _llm("x", "extract_booking", 2, email, booking, "in"),
+        step("n", "compute_checkout", "other", 4, booking, dates, "x"),
+        step("b", "book_room", "tool", 6, {"guest": "Ana Ruiz", **dates}, None, "x", "n", status="error",
+             error=ErrorInfo("ValueError", "Invalid date range: check_out 2025-03-18 is before check_in 2025-03-20")),
+    ))
+    loc = analyze(run, model=None).localization
+    assert loc.ranked_all[0].step_id == "n"
+    assert not any("could not read" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_step_that_left_a_value_out_of_a_file_name_lost_it_when_the_file_cannot_be_read() -> None:
+    """"cannot read report for 2025-06-30: no file reports/q2.csv" is a missing file, not an unreadable date: the
+    planner given the report date that left it out of the path it chose keeps its "did not pass it on" finding."""
+    task = {"task": "load the quarter report for 2025-06-30", "report_date": "2025-06-30"}
+    run = Run("r", "reports", outcome="failure", steps=(
+        step("in", "receive_task", "input", 0, None, task),
+        _llm("pl", "plan_load", 2, task, {"path": "reports/q2.csv"}, "in"),
+        step("ld", "load_report", "tool", 4, {"path": "reports/q2.csv", "report_date": "2025-06-30"}, None,
+             "pl", "in", status="error",
+             error=ErrorInfo("ValueError", "cannot read report for 2025-06-30: no file reports/q2.csv")),
+    ))
+    top = analyze(run, model=None).localization.ranked_all[0]
+    assert top.step_id == "pl"
+    assert any("'2025-06-30'" in r and "did not pass it on" in r for r in top.reasons)
