@@ -257,3 +257,21 @@ def test_a_step_given_the_new_value_under_a_field_named_for_the_old_made_an_upda
     ))
     loc = analyze(run, model=None).localization
     assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_value_handed_as_a_suggestion_or_made_by_chance_arithmetic_is_still_a_replacement() -> None:
+    """A logbook handed the booking's 12 seats and a suggested_seats of 3 that wrote seats=3 replaced the booking's
+    value (a suggestion is no order to change it), as does one whose 3 only some other pair of its inputs makes
+    (20 - 17, a room's capacity less the seats it holds): neither is an update of the 12 it was given."""
+    booking = {"booking": "BK-2207", "seats": 12}
+    for extra in ({"suggested_seats": 3}, {"room_capacity": 20, "room_held": 17}):
+        run = Run("r", "workshop-log", outcome="failure", steps=(
+            step("b", "book_room", "tool", 1, {"room": "R-3"}, booking),
+            step("l", "log_booking", "other", 3, {"booking": booking, **extra},
+                 {"booking": "BK-2207", "seats": 3}, "b"),
+            step("c", "reconcile", "condition", 5, {"log": {"booking": "BK-2207", "seats": 3}}, None, "l",
+                 status="error", error=ErrorInfo("ValueError", "log lists 3 seats, booking BK-2207 holds 12")),
+        ))
+        top = analyze(run, model=None).localization.ranked_all[0]
+        assert top.step_id == "l", extra
+        assert any("was given seats=12 and answered seats=3 in its place" in r for r in top.reasons), extra

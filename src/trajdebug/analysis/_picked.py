@@ -85,10 +85,10 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
                 raw.setdefault(a.field, a.raw)
         for o in view.outputs:
             was = given.get(o.field or "", set())
-            if len(was) != 1 or o.key not in keys or o.key in was or _an_update(sl, sid, o, given):
+            if len(was) != 1 or o.key not in keys or o.key in was:
                 continue
             old = next(iter(was))
-            if old in keys and old not in view.out_keys:
+            if old in keys and old not in view.out_keys and not _an_update(sl, sid, o, old, given):
                 out += _thin(
                     sid,
                     sl.w["origin"],
@@ -99,22 +99,26 @@ def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str],
     return out
 
 
-def _an_update(sl: Slice, sid: str, o: Atom, given: dict[str, set[str]]) -> bool:
+def _an_update(sl: Slice, sid: str, o: Atom, old: str, given: dict[str, set[str]]) -> bool:
     """Whether a step's new value under a field is an update it was asked to make, not a replacement: computed
-    from its own inputs (a balance of 500 and a refund of 120 answered as 620; a date plus a number of days), or
-    handed to it under a field named for the one it replaced (``new_date`` for ``date``).  A later copy that
-    disagrees with such an update is stale; the update is no cause of that."""
-    if sl.lin.operands(sid, o):
+    from the value it replaced and its other inputs (a balance of 500 and a refund of 120 answered as 620; not a
+    number some other pair of its inputs happens to make, 76 = 80 - 4 for a core of 152), or handed to it under
+    the field's name with a word of change added (``new_date`` for ``date``, `Lexicon.change_words`; a
+    ``suggested_`` value is no order to change it).  A later copy that disagrees with such an update is stale;
+    the update is no cause of that."""
+    if any(x.key == old for x in sl.lin.operands(sid, o)):
         return True
-    words = set(_field_words(_snake(o.field or "")))
-    return any(
-        o.key in ks and g != o.field and words <= set(_field_words(_snake(g))) for g, ks in given.items()
-    )
+    words = _name_words(o.field or "")
+    for g, ks in given.items():
+        extra = _name_words(g) - words
+        if o.key in ks and extra and extra <= sl.lexicon.change_words and words <= _name_words(g):
+            return True
+    return False
 
 
-def _snake(name: str) -> str:
-    """A field name with its case changes split as underscores (``newDate`` -> ``new_Date``)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+def _name_words(name: str) -> set[str]:
+    """The words of a field name, lower case, split at non-alphanumerics and case changes (``newDate``: new, date)."""
+    return {w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name) if w}
 
 
 def _numbers(record: object) -> set[float]:
