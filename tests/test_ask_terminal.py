@@ -1094,3 +1094,29 @@ def test_the_end_of_input_ends_the_session_at_any_question(tmp_path: Path, monke
     monkeypatch.setattr("click.getchar", hung_up)
     with pytest.raises(EOFError):
         ask.read_key_default()
+
+
+def test_ask_piped_never_wraps_a_line(tmp_path: Path) -> None:
+    """`analyze --ask` with its output piped prints each line whole, longer than 80 columns too (nu63: the
+    session wrapped "its inputs came from" lines mid-value at 80 columns)."""
+    import subprocess
+
+    import trajdebug
+
+    note = "N" * 70 + " and the end of a long note"
+    path = tmp_path / "r.jsonl"
+    with trajdebug.run("notes", path=path) as run:
+        with trajdebug.step("fetch", kind="tool", input={"q": "a"}) as f:
+            f.output = {"note": note}
+        with trajdebug.step("summarize", kind="llm", input={"note": note}) as s:
+            s.output = "short"
+        run.fail("the summary 'short' lost the note")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"PYTHONPATH": str(SRC)}
+    res = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(path), "--ask"],
+        input="q\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "question 1:" in res.stdout
+    assert f'"note": "{note}"' in res.stdout
+    assert "[q] quit" in next(line for line in res.stdout.splitlines() if line.startswith("Is this output right"))

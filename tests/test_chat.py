@@ -429,9 +429,30 @@ class TestUnminted:
         assert out["messages"][301] == {"role": "tool", "content": "2.5 m"}
 
     @pytest.mark.parametrize(
+        "call",
+        [
+            {"tool": "water_zone", "args": {"zone": "A", "litres": 32.0}, "id": "call_21_0"},
+            {"id": "call_9", "type": "function", "function": {"name": "water_zone", "arguments": '{"zone": "A"}'}},
+            {"id": "call_9", "name": "water_zone", "arguments": {"zone": "A"}},
+            {"tool": "water_zone", "tool_input": {"zone": "A"}, "tool_call_id": "call_9", "log": ""},
+        ],
+    )
+    def test_a_tool_call_a_step_returns_by_itself_loses_its_id_and_keeps_its_tool_and_arguments(
+        self, call: dict[str, Any]
+    ) -> None:
+        """A tool call a model step returns on its own or in a list (not inside a response or a message), in
+        the schema of a model API or of LangChain, reads alike whatever id the API gave it (nu63); its tool
+        and arguments stay."""
+        other = {k: ("call_77" if k in ("id", "tool_call_id") else v) for k, v in call.items()}
+        assert unminted(call) == unminted(other) != call
+        assert unminted([call]) == [unminted(call)] == unminted([other])
+        assert {k: v for k, v in call.items() if k not in ("id", "tool_call_id")} == unminted(call)
+
+    @pytest.mark.parametrize(
         "value",
         [
             {"type": "refund", "id": "KT-900", "urgency": "normal"},
+            {"name": "Ada", "id": "u-7", "team": "ops"},
             [{"index": 3, "id": "doc-7", "score": 0.9}] * 250,
             {"role": "admin", "id": "u-1", "created": 5},
             {"model": "roadster", "created": 1999, "usage": "weekend"},

@@ -636,3 +636,40 @@ def test_analyze_help_names_the_shipped_models_verdict_thresholds() -> None:
     assert f"likely from {likely:.0%}".replace("%", " %") in flat
     assert f"confident from {sure:.1%}".replace("%", " %") + " with references" in flat
     assert ("and never alone" in flat) == (m.thresholds(references=False)[1] > 1)
+
+
+def test_analyze_top_0_lists_every_ranked_step_as_root_causes(tmp_path: Path) -> None:
+    """`analyze --json --top 0` lists every ranked step in root_causes (as many as ``ranked`` counts), and
+    --help says root_causes holds --top entries and ranked is a count (nu63: `--top 40` was the only way)."""
+    from tests.builders import recorded_meeting_run
+
+    src = tmp_path / "m.jsonl"
+    recorded_meeting_run(src)
+    [head] = json.loads(CliRunner().invoke(cli, ["analyze", str(src), "--json", "--top", "1"]).output)["runs"]
+    res = CliRunner().invoke(cli, ["analyze", str(src), "--json", "--top", "0"])
+    assert res.exit_code == 0, res.output
+    [every] = json.loads(res.output)["runs"]
+    assert every["ranked"] > 1 and len(every["root_causes"]) == every["ranked"]
+    assert len(head["root_causes"]) == 1 and every["root_causes"][0]["step_id"] == head["root_causes"][0]["step_id"]
+    flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
+    assert "root_causes lists the first --top candidates" in flat and "ranked counts the steps ranked" in flat
+    assert "0 for every ranked step" in flat
+
+
+def test_analyze_of_a_source_where_no_run_failed_says_why_and_exits_0_as_run_on_a_success_does(tmp_path: Path) -> None:
+    """`analyze` on a source of passing runs only says in one line on stderr that no run failed, and exits 0,
+    as `--run` on a passing run does; --help documents the exit status (nu63)."""
+    path = tmp_path / "ok.jsonl"
+    for price in (3, 4):
+        with trajdebug.run("quotes", path=str(path), task=f"quote {price}") as r, trajdebug.step("price", kind="tool") as s:
+            s.output = price
+    res = CliRunner().invoke(cli, ["analyze", str(path)])
+    assert res.exit_code == 0
+    assert res.stderr.strip() == (
+        f"note: {path}: no run failed (2 passing), so there is no failure to trace: each run is shown with "
+        "nothing ranked (analyze a failing run; these can be its --refs)"
+    )
+    one = CliRunner().invoke(cli, ["analyze", str(path), "--run", r.run_id])
+    assert one.exit_code == 0 and "no run failed" not in one.stderr
+    flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
+    assert "Exit status: 0 when the runs were analyzed, whatever was found" in flat

@@ -329,3 +329,52 @@ def test_show_step_shows_the_recorded_step_when_the_analysis_cannot_read_the_run
     assert result.exit_code == 0, result.output
     assert "← receive#s1" in result.stdout and "list_tickets#s2 (data, inferred" not in result.stdout
     assert "inferred edges not shown (RuntimeError: cannot read this run)" in result.stderr
+
+
+LONG_NOTE = "N" * 70 + " and the end of a long note"
+"""A value longer than 80 columns, the width rich gives a console that is not a terminal."""
+
+
+def _long_value_run(path: Path) -> None:
+    """A failed run whose first step returns a value longer than 80 columns, which the next step was given."""
+    with trajdebug.run("notes", path=path) as run:
+        with trajdebug.step("fetch", kind="tool", input={"q": "a"}) as f:
+            f.output = {"note": LONG_NOTE}
+        with trajdebug.step("summarize", kind="llm", input={"note": LONG_NOTE}) as s:
+            s.output = "short"
+        run.fail("the summary 'short' lost the note")
+
+
+def test_show_step_piped_prints_a_value_longer_than_the_width_whole(tmp_path: Path) -> None:
+    """`show --step` piped prints a value longer than 80 columns on one line, whole (nu63: it was cut at 80
+    columns with no marker)."""
+    path = tmp_path / "r.jsonl"
+    _long_value_run(path)
+    out = invoke("show", str(path), "--step", "fetch")
+    assert any(line.strip() == f'"note": "{LONG_NOTE}"' for line in out.splitlines()), out
+
+
+def test_show_step_names_the_field_a_relayed_edge_came_through_with_one_via() -> None:
+    """A dependency the lineage relays through a state field (its key ``via FIELD``) reads "via FIELD" once."""
+    from trajdebug.core.model import Dependency, Step
+    from trajdebug.report.text import describe_dep
+
+    steps = {"p": Step("p", "parse_request", "other")}
+    said = describe_dep(Dependency("p", "data", "inferred", 0.72, "via shipment"), steps)
+    assert said.endswith("(data, inferred 0.72 via shipment)")
+    assert describe_dep(Dependency("p", "data", "inferred", 0.5, "messages[0].content"), steps).endswith(
+        "via messages[0].content)"
+    )
+
+
+@pytest.mark.parametrize("command", [["analyze", "{db}"], ["report", "{db}", "-o", "{tmp}/r.html"], ["show", "{db}"]])
+def test_a_run_id_no_run_has_is_an_error_listing_a_few_runs_and_the_command_listing_all(
+    command: list[str], twins: Path, tmp_path: Path
+) -> None:
+    """`--run ID` that no run has is a one-line error naming a few of the source's run ids, newest first, and
+    `trajdebug runs SOURCE` (nu63: "no run 'zzz'" alone)."""
+    args = [a.format(db=twins, tmp=tmp_path) for a in command]
+    out = invoke(*args, "--run", "zzz", code=1)
+    assert len(out.strip().splitlines()) == 1, out
+    assert "no run 'zzz'; its runs, newest first: " in out and " more (`trajdebug runs " in out
+    assert out.count("0a1b2c3d") + out.count("ff") >= 3

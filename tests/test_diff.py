@@ -1054,3 +1054,74 @@ def test_diff_of_two_names_that_are_no_files_says_they_were_read_as_run_ids(tmp_
     out = CliRunner().invoke(cli, ["diff", "a", "b"])
     assert out.exit_code != 0
     assert "no such file or store, so read as a run id" in out.output and "no store here yet" in out.output
+
+
+def _zones(path: Path, moisture_b: float, call_ids: tuple[str, str], fail: bool) -> None:
+    """A run that plans two zones: each reading parsed, then a model step that returns the tool call it chose
+    as the agent keeps it (its tool, its arguments and the id the model API gave the call)."""
+    import trajdebug
+
+    with trajdebug.run("irrigation", path=str(path), task="irrigate GH-North") as r:
+        for zone, moisture, call_id in (("A", 0.34, call_ids[0]), ("B", moisture_b, call_ids[1])):
+            with trajdebug.step("parse_reading", kind="parse", input={"zone": zone}) as p:
+                p.output = {"zone": zone, "moisture": moisture}
+            with trajdebug.step("plan_zone", kind="llm", input={"messages": [{"role": "user", "content": zone}]}) as m:
+                m.output = {"tool": "water_zone", "args": {"zone": zone, "litres": 10.0}, "id": call_id}
+        if fail:
+            r.fail("the tank is too small")
+
+
+def test_a_model_step_whose_returned_tool_call_differs_only_in_its_id_is_not_the_first_divergence(tmp_path: Path) -> None:
+    """A model step that returns its tool call with the id the API minted for it is the same in two runs that
+    asked and were answered alike: the first divergence is the step whose value differs, here and in the
+    report's "the runs part first at" (nu63: `diff` named the call whose id alone differed)."""
+    from trajdebug.replay.diffview import parting
+    from trajdebug.sources.load import load_runs
+
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    _zones(good, 0.31, ("call_26_0", "call_27_0"), fail=False)
+    _zones(bad, 0.031, ("call_21_0", "call_22_0"), fail=True)
+    out = CliRunner().invoke(cli, ["diff", str(good), str(bad)]).output
+    assert "first divergence: parse_reading#" in out and "differs in: moisture" in out, out
+    assert "first divergence: plan_zone" not in out
+    [g], [b] = load_runs(good), load_runs(bad)
+    assert parting(g, b)["first_divergence"]["label"].startswith("parse_reading#")
+
+
+def test_diff_text_names_every_origin_json_lists(tmp_path: Path) -> None:
+    """When several steps answered the same request otherwise, the text names them all, as ``--json``'s
+    ``origins`` lists them (nu63: the text named only the first)."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    for ok, fail in (("x", False), ("y", True)):
+        with trajdebug.run("two-lookups", path=str(path), task="look up both") as r:
+            for name in ("rate", "stock"):
+                with trajdebug.step(name, kind="tool", input={"item": "bolt"}) as s:
+                    s.output = {"value": ok}
+            if fail:
+                r.fail("both lookups changed")
+    data = json.loads(CliRunner().invoke(cli, ["diff", str(path), str(path), "--json"]).output)
+    assert len(data["origins"]) == 2
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    [line] = [line for line in out.splitlines() if line.startswith("origins")]
+    assert "2 steps" in line and "rate#" in line and "stock#" in line
+
+
+def test_diff_of_a_bad_file_with_no_failing_run_says_so_and_how_to_name_a_run(tmp_path: Path) -> None:
+    """``diff GOOD BAD`` where BAD is a file holding passing runs only is an error saying BAD has no failing
+    run and naming PATH@RUN_ID (nu63: it said "GOOD and BAD are the same run"); PATH@RUN_ID still compares
+    two passing runs."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    ids = []
+    for price in (3, 4):
+        with trajdebug.run("quotes", path=str(path), task=f"quote {price}") as r, trajdebug.step("price", kind="tool") as s:
+            s.output = price
+        ids.append(r.run_id)
+    res = CliRunner().invoke(cli, ["diff", str(path), str(path)])
+    assert res.exit_code == 1
+    assert "BAD:" in res.output and "holds no failing run (2 passing)" in res.output and "PATH@RUN_ID" in res.output
+    named = CliRunner().invoke(cli, ["diff", f"{path}@{ids[0]}", f"{path}@{ids[1]}"])
+    assert named.exit_code == 0 and "first divergence" in named.output

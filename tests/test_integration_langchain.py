@@ -535,6 +535,18 @@ class TestNamingRuns:
         assert (first.name, first.metadata["task"]) == ("doubler", "double 3")
         assert second.name == "RunnableSequence" and "task" not in second.metadata
 
+    def test_one_tracer_reused_records_each_calls_task_and_its_own_task_wins(self) -> None:
+        """A tracer made once without task= records each call's task from its config metadata, as
+        docs/recording.md tells a tracer serving many requests to; a tracer's task= is every run's, the call's
+        aside (nu63: one tracer made with task= for many requests)."""
+        chain = RunnableLambda(lambda x: x * 2)
+        shared = TrajdebugTracer(name="desk")
+        fixed = TrajdebugTracer(name="desk", task="the first request")
+        for n in (3, 4):
+            chain.invoke(n, config={"callbacks": [shared, fixed], "metadata": {"task": f"double {n}"}})
+        assert [r.metadata["task"] for r in shared.runs] == ["double 3", "double 4"]
+        assert [r.metadata["task"] for r in fixed.runs] == ["the first request"] * 2
+
     def test_run_ids_of_back_to_back_calls_share_no_long_prefix(self) -> None:
         """LangChain's run ids are time-ordered; the runs' ids are random, so an 8-digit prefix names one run."""
         tracer = TrajdebugTracer()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,9 @@ from trajdebug.cli._replay import add_verify_option, load_callable
 from trajdebug.core.model import Outcome, Run
 
 
+EVERY = sys.maxsize
+"""``--top 0``: as many candidates as there are ranked steps (the candidate lists are cut at ``top``)."""
+
 _ANALYZE_HELP = """Find where runs failed and rank the steps most likely to have caused it.
 
 For each run that did not succeed (or the run given with --run): the
@@ -35,7 +39,9 @@ did is evidence.  A reference on another input compares behaviour (what
 the steps always did), not values; a passing run of the same input is
 compared value for value.  SOURCE is a store, a trajdebug JSONL file or a
 foreign trace (default: the default store).  The JSON output is described
-in docs/analysis.md; the same analysis in Python is
+in docs/analysis.md: per run, root_causes lists the first --top candidates
+in rank order (--top 0 lists every ranked step) and ranked counts the
+steps ranked.  The same analysis in Python is
 `trajdebug.analyze_source(SOURCE, refs=[FILE])`.
 
 With --verify MODULE:FUNCTION (the agent's entry point), the top
@@ -47,8 +53,16 @@ With --judge, a model (any OpenAI-compatible endpoint, configured in the
 environment) judges the shortlisted steps and the ranking combines its
 verdicts with the deterministic scores; every candidate keeps its evidence.
 
-Piped (not a terminal), the text is never wrapped: a value stays on one
-line.  On a terminal it wraps to the terminal's width (COLUMNS sets another).
+Piped (not a terminal), the text is never wrapped or cut: a value stays
+on one line, and one shortened on purpose ends with "…".  On a terminal it
+wraps to the terminal's width (COLUMNS sets another).
+
+Exit status: 0 when the runs were analyzed, whatever was found (a passing
+run, given with --run or in a source where no run failed, too: a note on
+stderr says nothing failed); 1 on an error, said on stderr in one line
+starting "Error:" (an unreadable source, a run id no run has), or when the
+reader of the output went away (a pipe closed early, as by `head`); 2 on a
+wrong option.
 
 With --oracle MODULE:FUNCTION (or expectations registered with
 trajdebug.expect), a guided search asks whether single steps' outputs are
@@ -88,11 +102,12 @@ Example:
 @click.option(
     "--top",
     "top",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=5,
     show_default=True,
-    help="How many root-cause candidates to show (and --verify replays, three at most); the ranking, the verdict "
-    "and the guided search read every ranked step, whatever --top says.",
+    help="How many root-cause candidates to show, and --json to list as root_causes (and --verify replays, three "
+    "at most); 0 for every ranked step.  The ranking, the verdict and the guided search read every ranked step, "
+    "whatever --top says.",
 )
 @click.option(
     "--outcome",
@@ -218,7 +233,7 @@ def analyze_cmd(
     path = store_path(source)
     options = {
         "fmt": fmt,
-        "top": top,
+        "top": top or EVERY,
         "outcome": declared,
         "use_references": not no_references,
         "sql_db": sql_db,
@@ -245,6 +260,14 @@ def analyze_cmd(
             click.echo(f"warning: {path}: {problem}", err=True)
         if guided and a.failures and a.guided is None and not a.run.answers:
             unguided.append(a.run.run_id[:12])
+    if run_id is None and all(a.run.outcome == "success" for a in analyses):
+        # Every run passed, so each is shown as a success with nothing to rank (nu63: the user read that as an
+        # analysis that failed): one line says why, on stderr so --json stays one document.
+        click.echo(
+            f"note: {path}: no run failed ({len(analyses)} passing), so there is no failure to trace: each run "
+            "is shown with nothing ranked (analyze a failing run; these can be its --refs)",
+            err=True,
+        )
     if unguided:
         # One note for the whole source: a store of a hundred failed runs should not print a hundred lines.
         more = ", ..." if len(unguided) > 3 else ""
@@ -401,7 +424,7 @@ def _ask(
         asked = ask_in_terminal(
             path,
             analyses,
-            _stderr_console() if as_json else console(),
+            console(unwrapped_piped=True, stderr=as_json),
             strategy=strategy,
             max_questions=max_questions,
             twins=twins,
@@ -440,16 +463,6 @@ def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
                 f"mistake: trajdebug answers forget {path} --run {a.run_id[:12]} [--step ID]",
                 err=True,
             )
-
-
-def _stderr_console() -> object:
-    from rich.console import Console
-
-    from trajdebug.core.escape import render_hook
-
-    out = Console(highlight=False, soft_wrap=False, stderr=True)
-    out.push_render_hook(render_hook())
-    return out
 
 
 def register(cli: click.Group) -> None:

@@ -9,6 +9,7 @@ piped output stays clean.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -146,21 +147,38 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json_text(dumps(obj).decode("utf-8")) + "\n")
 
 
-def console(*, unwrapped_piped: bool = False) -> Any:
-    """A rich console on stdout (colour only on a terminal); what it prints goes through `visible`.
+def console(*, unwrapped_piped: bool = False, stderr: bool = False) -> Any:
+    """A rich console on stdout (``stderr``: on stderr; colour only on a terminal); what it prints goes through
+    `visible`.
 
     ``unwrapped_piped``: piped into a file, a pager or another program, text is never wrapped, a value is one
     line (nu62 bug 7: `show` and `analyze` split "the claimed 837.07 EUR" at 80 columns, where a script could
-    not find it); on a terminal, rich wraps to its width (``COLUMNS`` sets another).  Off for the commands whose
-    text is laid out in columns (`errors`' table) and for the ``--ask`` session."""
-    from rich.console import Console
-
+    not find it), and never cut either: a line printed to fold on a terminal is printed whole (nu63: `show
+    --step` cut values at 80 columns with no marker); a line shortened on purpose says so with ``…``.  On a
+    terminal, rich wraps to its width (``COLUMNS`` sets another).  Off for the commands whose text is laid out
+    in columns (`errors`' table)."""
     from trajdebug.core.escape import render_hook
 
-    out = Console(highlight=False, soft_wrap=False)
+    out = _console_class()(highlight=False, soft_wrap=False, stderr=stderr)
     out.soft_wrap = unwrapped_piped and not out.is_terminal
     out.push_render_hook(render_hook())
     return out
+
+
+@functools.cache
+def _console_class() -> Any:
+    """rich's ``Console`` that, unwrapped (``soft_wrap``), prints a line meant to fold at the width whole: rich
+    would otherwise cut it at 80 columns with no marker (``overflow="fold"`` with ``soft_wrap`` truncates).  Made
+    on first use, so a command that prints nothing does not import rich."""
+    from rich.console import Console
+
+    class _Unwrapped(Console):
+        def print(self, *objects: Any, **options: Any) -> None:
+            if self.soft_wrap and options.get("overflow") == "fold":
+                options["overflow"] = "ignore"
+            super().print(*objects, **options)
+
+    return _Unwrapped
 
 
 PROGRESS_DELAY = 1.0

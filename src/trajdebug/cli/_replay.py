@@ -88,6 +88,13 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
         raise click.ClickException(f"{as_id}{exc}") from None
     if not runs:
         raise click.ClickException(f"{as_id}{path}: no runs found")
+    if want == "failure" and run_id is None and all(r.outcome == "success" for r in runs):
+        # BAD named by its file: its newest failing run is meant, and there is none (nu63: "GOOD and BAD are the
+        # same run" said nothing of that when both named one store of passing runs).
+        raise click.ClickException(
+            f"BAD: {path} holds no failing run ({len(runs)} passing); name the run to compare with PATH@RUN_ID "
+            f"(`trajdebug runs {path}` lists them)"
+        )
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
@@ -140,10 +147,16 @@ def diff_cmd(
     GOOD and BAD are each a run id (prefix) in the store, a file or store
     (for BAD its newest failing run; for GOOD its passing run of the same
     input as BAD when it holds one, else its newest passing run), or
-    PATH@RUN_ID.  Steps are matched by name path and call order.  Shown: the
+    PATH@RUN_ID (a BAD file with no failing run is an error: name its run so).
+    Steps are matched by name path and call order.  Shown: the
     first divergence, what differs at each step (the two requests where the
     request differs, the two outputs where only the output does), and the
-    steps downstream of it that changed.  Step ids are the failing run's; a
+    steps downstream of it that changed; when several steps answered the
+    same request otherwise, the origins line names them all.  What a model
+    API makes new on every call (a response's or a tool call's id, its
+    creation time, token usage, system fingerprint) is no difference, in a
+    step that returns a whole response, a message or a tool call alike.
+    Step ids are the failing run's; a
     step only the passing run has is shown as good#ID.  When the two runs
     were given different inputs, the header says so: nearly every value
     then differs, and the comparison shows where the agent behaved

@@ -253,7 +253,20 @@ def first_divergence(al: Alignment) -> list[Line]:
     if first.status == "input" and al.inputs_differ is None:
         out.append(((f"  {_asked_by(al, first)}", "dim"),))
     out.extend(_impact(al, first))
+    out.extend(_origins(al))
     return out
+
+
+def _origins(al: Alignment) -> list[Line]:
+    """The "origins" line when more than one step answered the same request otherwise (`Alignment.origins`, what
+    ``--json`` lists as ``origins``): each made a difference of its own, not only the first (nu63)."""
+    origins = al.origins
+    if len(origins) < 2:
+        return []
+    names = [label(p) for p in origins[:IMPACT_SHOWN]]
+    if len(origins) > IMPACT_SHOWN:
+        names.append(f"and {len(origins) - IMPACT_SHOWN} more (--json lists them)")
+    return [((f"origins (same request, different output): {len(origins)} steps: {', '.join(names)}", ""),)]
 
 
 def _asked_by(al: Alignment, first: Pair) -> str:

@@ -75,7 +75,8 @@ def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:
     src = steps.get(d.step_id)
     name = src.name if src is not None else (f"run {d.run_id[:8]}" if d.run_id else "?")
     how = d.origin if d.origin != "inferred" else f"inferred {d.confidence:.2f}"
-    key = f" via {d.key}" if d.key else ""
+    # The lineage's relayed edges keep their "via FIELD" in the key (`trajdebug.analysis.lineage`): one "via" shown.
+    key = f" via {d.key.removeprefix('via ')}" if d.key else ""
     return visible(f"{name}#{short(d.step_id)} ({d.kind}, {how}{key})")
 
 

@@ -177,11 +177,24 @@ def select_run(source: str | Path, runs: Sequence[Run], run_id: str) -> list[Run
         return exact[:1]
     found = [r for r in runs if r.run_id.startswith(run_id)] if run_id else []
     if not found:
-        raise SourceError(f"{source}: no run {run_id!r}")
+        raise SourceError(_no_run(source, runs, run_id))
     if len({r.run_id for r in found}) > 1:
         newest = sorted(found, key=lambda r: r.start_ns, reverse=True)
         raise SourceError(ambiguous_prefix(source, run_id, [r.run_id for r in newest]))
     return found[:1]
+
+
+def _no_run(source: str | Path, runs: Sequence[Run], run_id: str, shown: int = 3) -> str:
+    """The error for a run id that no run of ``source`` has: with a few of its run ids, newest first, and the
+    command that lists them all (nu63: "no run 'zzz'" alone left the user guessing)."""
+    if not runs:
+        return f"{source}: no run {run_id!r} (it holds no run)"
+    newest = [r.run_id[:12] for r in sorted(runs, key=lambda r: r.start_ns, reverse=True)]
+    more = f" and {len(newest) - shown} more" if len(newest) > shown else ""
+    return (
+        f"{source}: no run {run_id!r}; its runs, newest first: {', '.join(newest[:shown])}{more} "
+        f"(`trajdebug runs {source}` lists them)"
+    )
 
 
 def load_runs(

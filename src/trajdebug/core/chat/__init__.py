@@ -419,6 +419,11 @@ def unminted(value: Any, depth: int = 0) -> Any:
     if any(isinstance(value.get(k), list) for k in ("messages", "input")):
         # A request: its history's ids go, the rest (model, parameters, tools) is what was asked.
         return {k: unminted(v, depth + 1) if k in ("messages", "input") else v for k, v in value.items()}
+    if _tool_call_shaped(value):
+        # A tool call the step returned by itself (its name, its arguments and the id the API gave it, which
+        # the agent keeps to send the result back): the id is new on every call (nu63: `diff` named such a
+        # step the first divergence of two runs that planned alike).
+        return _without(value, _MINTED)
     return value
 
 
@@ -472,9 +477,19 @@ def _unminted_message(msg: Mapping[str, Any], depth: int) -> dict[str, Any]:
     return out
 
 
+_TOOL_NAMED = ("name", "tool")
+"""The fields a tool call names its tool in: ``name`` (OpenAI's function and Responses API calls, Anthropic's
+tool use, LangChain's ``ToolCall``), ``tool`` (LangChain's ``AgentAction``)."""
+_TOOL_ARGUMENTS = ("arguments", "args", "input", "tool_input")
+"""The fields a tool call holds its arguments in, in the same schemas (``tool_input``: ``AgentAction``'s)."""
+
+
 def _tool_call_shaped(c: Any) -> bool:
+    """A tool call in a model API's schema: a ``function`` object (Chat Completions), or the tool's name with
+    its arguments (`_TOOL_NAMED`, `_TOOL_ARGUMENTS`)."""
     return isinstance(c, Mapping) and (
-        isinstance(c.get("function"), Mapping) or ("name" in c and any(k in c for k in ("arguments", "args", "input")))
+        isinstance(c.get("function"), Mapping)
+        or (any(k in c for k in _TOOL_NAMED) and any(k in c for k in _TOOL_ARGUMENTS))
     )
 
 

@@ -223,7 +223,7 @@ function depList(items, dir) {
     const other = d.run_id && d.run_id !== RUN.run_id;
     const target = other ? el("span", {}, "run " + String(d.run_id).slice(0, 8) + " #" + shortId(d.step_id))
       : el("button", { type: "button", class: "linkish", "data-step": id }, label(id));
-    return el("li", {}, target, el("span", { class: "dep-kind k-" + d.kind }, " " + d.kind), el("span", { class: "note" }, " " + how + (d.key ? " via " + d.key : "")));
+    return el("li", {}, target, el("span", { class: "dep-kind k-" + d.kind }, " " + d.kind), el("span", { class: "note" }, " " + how + (d.key ? " via " + d.key.replace(/^via /, "") : "")));
   }));
 }
 

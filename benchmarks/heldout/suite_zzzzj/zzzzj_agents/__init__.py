@@ -1,0 +1,1 @@
+"""The eight agents of suite_zzzzj (education, training and childcare)."""
