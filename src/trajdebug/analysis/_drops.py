@@ -144,16 +144,15 @@ def dropped(
     share: float = 1.0,
     *,
     task_word: bool = False,
-    reached: bool = False,
 ) -> list[Found]:
     """Steps that were given a value the failure names and did not pass it on (an omission).
 
     A step that passed on another value the failure names, which it was also
     given, chose between given values rather than lost one: weak evidence.
-    ``reached``: the failing step was handed the value and could not read it (`_substituted`).
     """
     out: list[Found] = []
-    # In run order: the losses are weighed in the order found (a set of step ids is read in the hash seed's order).
+    # In run order: the losses are weighed in the order found (a set of step ids is read in an order that
+    # follows the hash seed).
     cands = sorted((sid for sid in within if sl.g.position(sid) < pos), key=sl.g.position)
     lost = sl.lin.droppers(a, _told_the_task(sl, cands) if task_word else cands)
     if task_word and len(lost) > 2:
@@ -169,8 +168,6 @@ def dropped(
     # the state carrying the original past it does not clear it, as it clears a node that left it alone.
     swaps = {sid for sid in lost if replaced(sl, sid, a, named)}
     lost = [sid for sid in lost if sid in swaps or carried_by_state(sl, sid, a, pos) is None]
-    if reached and a.kind != "id":
-        lost = _substituted(sl, lost, a, named, swaps | set(substitute))
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
@@ -213,17 +210,6 @@ def dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
-
-
-def _substituted(sl: Slice, lost: list[str], a: Atom, named: Sequence[Atom], swaps: set[str]) -> list[str]:
-    """Of the steps that were given a value the failing step was handed too and could not read (`Lexicon.unreadable`,
-    the caller's test), those that put another value the failure names in its place (``swaps``, or a choice,
-    `swapped`).  The value was not lost on the way: the failure is about it as it arrived (a date in a form the
-    check cannot read, quoted back), and a step that was shown it and did not pass it on is no cause of that.  A
-    failure saying what it expected is another matter: the value that arrived by another path is no proof that the
-    step's own answer did not need it (a classifier that lost the label a reply check expects).  An id is left to the caller: the failure names the record it is
-    about by it, and a step answering about another record (`_about_another_key`) is judged there."""
-    return [s for s in lost if s in swaps or swapped(sl, s, a, named) is not None]
 
 
 def _told_the_task(sl: Slice, cands: list[str]) -> list[str]:

@@ -146,7 +146,6 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "stale-retry": "changed-answer",
     "stale-sibling": "changed-answer",
     "format-sibling": "malformed",
-    "lineage:reformatted": "malformed",
     "stale-cache": "changed-answer",
     "environment": "changed-answer",
     "retry-divergence": "changed-answer",

@@ -61,7 +61,7 @@ from trajdebug.analysis._spoken import (
 from trajdebug.analysis._stated import checked_values, stated_limits
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
-from trajdebug.core.model import CONTAINER_KINDS, Step
+from trajdebug.core.model import Step
 from trajdebug.core.values import Atom, atoms
 
 
@@ -270,7 +270,6 @@ def _named_values(
         out += _counted(sl, a, step, within, strength, f"the failure at {step.name} names", 0)
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
-        out += reformatted(sl, a, message, end, within, step.name)
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):
@@ -279,42 +278,10 @@ def _named_values(
         # step that did not pass it on lost little (issue 23, nu22).
         share = sl.w["dropped_reached"] if reached else 1.0
         rejected = a.kind == "number" and a.number in checked
-        out += dropped(
-            sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0),
-            reached=reached and sl.lexicon.unreadable.search(message) is not None,
-        )
+        out += dropped(sl, a, pos, within, step.name, named, share * (sl.w["rejected"] if rejected else 1.0))
         if not reached:
             out += _expected(sl, a, pos, within, step.name)
     return out
-
-
-def reformatted(sl: Slice, a: Atom, message: str, pos: int, within: set[str], where: str) -> list[Found]:
-    """The step that first wrote, in the form a failure quotes as unreadable ("Invalid isoformat string:
-    '03/14/2025 08:12'", "could not convert string to float: 'EUR 1,500'"; `Lexicon.unreadable`), a date or number
-    its input held written otherwise (a model given "by 2026-12-30" that answered ``needed_by: 12/30/2026``).  The
-    value is the same, so no step "introduced" it and the origin rule reaches back to whoever first stated it; the
-    failure is about its writing, which this step chose."""
-    if a.kind not in ("date", "number") or not sl.lexicon.unreadable.search(message) or a.raw not in message:
-        return []
-    for sid in sorted(within, key=sl.g.position):
-        step = sl.g.steps[sid]
-        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
-            continue
-        view = sl.lin.view(sid)
-        if not any(o.key == a.key and o.raw == a.raw for o in view.outputs):
-            continue
-        # The first step that answered it in this form: given it so, or not given the value at all, it wrote
-        # nothing new (a relay, or the origin the lineage already names).
-        was = [g for g in view.inputs if g.key == a.key]
-        if not was or any(g.raw == a.raw for g in was):
-            return []
-        # A step that also kept the writing it was given (``due`` beside a ``due_display``) added a form and
-        # rewrote nothing: whoever passed on the added form chose it (and was given both, so no finding here).
-        if any(o.key == a.key and o.raw in {g.raw for g in was} for o in view.outputs):
-            continue
-        reason = f"wrote {was[0].raw!r} as {a.raw!r}, the form the failure at {where} could not read"
-        return [Evidence(sid, sl.w["reformatted"], reason, "lineage:reformatted")]
-    return []
 
 
 def _trace(
@@ -405,4 +372,4 @@ def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> lis
     return out
 
 
-__all__ = ["lineage_evidence", "reformatted"]
+__all__ = ["lineage_evidence"]

@@ -52,7 +52,6 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "origin_chosen": 1.0,  # thin-slice strength: chose (a router) a branch whose name the failure's message speaks of
     "dropped": 0.45,  # was given a value the failure names and did not pass it on
     "rejected": 0.5,  # share of that finding kept for a number named beside the limit it broke (rejected, not expected)
-    "reformatted": 0.45,  # wrote a value in the form the failure could not read (as strong as losing it: "dropped")
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
     "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure

@@ -58,13 +58,6 @@ class Lexicon:
     input_caused: re.Pattern[str]
     """Words of a tool error that blame what it was given ("not found", "invalid", "missing")."""
 
-    unreadable: re.Pattern[str]
-    """Words of an error saying a value could not be read in the form it was written ("Invalid isoformat string",
-    "could not convert string to float", "is not an ISO 8601 date", "invalid literal for int()"): the value is
-    there, its writing is what failed.  Not a check of what the value is ("invalid date range", "invalid number
-    of guests"), nor a missing file or property ("cannot read report ...: no file", "Cannot read properties of
-    undefined"): "read" counts only before a quoted value."""
-
     check_text: re.Pattern[str]
     """Words of an error raised by a check that judged its input ("check failed", "expected", "mismatch")."""
 
@@ -369,15 +362,6 @@ ENGLISH = Lexicon(
     input_caused=re.compile(
         r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
         r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
-        re.I,
-    ),
-    unreadable=re.compile(
-        r"isoformat|\biso[ -]?8601\b|not an? (?:iso|valid) (?:date|time|number|amount|duration)|"
-        r"could not convert|cannot convert|invalid literal|"
-        r"invalid (?:date|time|number|format)(?: (?:format|string|value|literal))?(?![ \t]*[a-z])|"
-        r"(?:could not|cannot|unable to) parse|"
-        r"(?:could not|cannot|unable to) read (?!(?:the |a )?(?:file|folder|director|propert))[\w ]{0,40}?['\"]|"
-        r"non-numeric|not a number|unparsable|unparseable",
         re.I,
     ),
     check_text=re.compile(

@@ -315,8 +315,7 @@ def wrong_pick(
     step: Step, view: StepView, generic: Collection[str] = (), loops: Collection[Cursor] = ()
 ) -> Iterator[Evidence]:
     """A step asked about one item of a list (a field given once) that answered another item of it (see the module);
-    ``loops``: the places its calls walk a list by (`counted_loops`).  The two items need not share a shape (``senior``
-    for ``adult``): that both are items of the one list says they are of one kind."""
+    ``loops``: the places its calls walk a list by (`counted_loops`)."""
     if step.kind in CONTAINER_KINDS or step.status != "ok":
         return
     heads = queue_heads(step, loops)
@@ -336,11 +335,11 @@ def wrong_pick(
             if len(keys) != 1 or o.key in keys or f in generic or not _names(o.field, f):
                 continue
             asked = first[next(iter(keys))]
-            if asked.kind != o.kind or asked.key in view.out_keys:
+            if asked.kind != o.kind or _shape(asked.raw) != _shape(o.raw) or asked.key in view.out_keys:
                 continue
             # Both are items of one list it was given: the list was the context, the field what it was asked.
             among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
-            if among and not _a_change(step.input, held, lists, among[0], asked, o):
+            if among:
                 yield Evidence(
                     step.step_id,
                     WRONG_PICK,
@@ -349,39 +348,6 @@ def wrong_pick(
                     "lineage:wrong-record",
                 )
                 return
-
-
-def _a_change(
-    value: Any, held: Mapping[str, set[str]], lists: Collection[str], among: str, asked: Atom, answered: Atom
-) -> bool:
-    """Whether a step that answered another item of a list for the one it was asked about was told to change it,
-    not to pick it: it was also given the answered item under a plain field of its own (``upgrade_to='premium'``
-    beside ``plan='basic'``: a directive it carried out), or the list is one of names (no digits: statuses,
-    stages, tiers, shifts) in which the answered item comes right after the asked one (``triage`` ->
-    ``investigate``: moving along an ordered list).  A box of identifiers keeps its reading: its order is where
-    the items were stored, and answering the next one is the off-by-one slip `wrong_pick` is for."""
-    if any(ks == {answered.key} and g not in lists for g, ks in held.items()):
-        return True
-    return _next_in(value, among, asked.raw, answered.raw)
-
-
-def _next_in(value: Any, name: str, asked: str, answered: str, depth: int = 0) -> bool:
-    """Whether a list of names (no digits) under the key ``name`` (lower case), at any level of ``value``'s
-    mappings, holds ``answered`` right after ``asked`` (compared without case or surrounding blanks)."""
-    if depth > 4 or not isinstance(value, dict):
-        return False
-    a, b = asked.strip().lower(), answered.strip().lower()
-    for k, v in value.items():
-        if isinstance(v, dict) and _next_in(v, name, asked, answered, depth + 1):
-            return True
-        if str(k).lower() != name or not isinstance(v, list):
-            continue
-        items = [str(x).strip().lower() for x in v]
-        if any(_DIGITS.search(x) for x in items):
-            continue
-        if any(x == a and y == b for x, y in pairwise(items)):
-            return True
-    return False
 
 
 def _scalar_lists(value: Any, depth: int = 0) -> set[str]:
