@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from tests.builders import step
+
+from trajdebug.analysis import analyze
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import localize
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -169,3 +173,105 @@ def test_a_model_answering_as_the_assistant_picked_no_message() -> None:
     failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
     ranked = {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
     assert not any("from a list it was given" in r for r in ranked["m"].reasons)
+
+
+def _ledger_run(logged: int, message: str) -> Run:
+    """A workshop's booking (12 seats) read back by a roster tool, and a logbook step handed the booking that writes
+    its entry; the reconciliation refuses a log that does not match the booking."""
+    booking = {"booking": "BK-2207", "seats": 12}
+    return Run(
+        "r",
+        "workshop-log",
+        outcome="failure",
+        steps=(
+            _t("b", "book_room", "tool", 1, input={"room": "R-3"}, output=booking),
+            _t("r", "read_roster", "tool", 3, input={"booking": "BK-2207"},
+               output={"attendees": ["Ines", "Tove", "Arlo"], "count": 3}),
+            _t("l", "log_booking", "other", 5, input={"booking": booking, "roster": ["Ines", "Tove", "Arlo"]},
+               output={"booking": "BK-2207", "seats": logged}, deps=(D("b"), D("r"))),
+            _t("c", "reconcile", "condition", 7, input={"log": {"booking": "BK-2207", "seats": logged}},
+               status="error", error=ErrorInfo("ValueError", message), deps=(D("l"),)),
+        ),
+    )
+
+
+def test_a_step_that_answered_another_value_under_a_field_it_was_given_is_the_replacement_the_failure_names() -> None:
+    """A logbook step handed a booking of 12 seats that wrote 3 seats, where the failure sets the log's 3 against
+    the booking's 12, made the replacement the failure is about: it ranks above the tools that first held either."""
+    loc = localize(_ledger_run(3, "log lists 3 seats, booking BK-2207 holds 12"))
+    top = loc.candidates[0]
+    assert top.step_id == "l"
+    assert any("was given seats=12 and answered seats=3 in its place" in r for r in top.reasons)
+
+
+def test_a_replacement_the_failure_does_not_set_against_the_given_value_is_none() -> None:
+    """When the failure names only one of the two values, the logbook's change is no replacement it speaks of."""
+    loc = localize(_ledger_run(3, "log lists 3 seats for BK-2207, fewer than the room's minimum"))
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def _refund_run(ledger_extra: dict[str, Any]) -> Run:
+    """A refund applied to an account (balance 500, refund 120, answered 620), then a ledger read that answers the
+    stale 500; the reconciliation refuses the two balances."""
+    account = {"account": "AC-2", "balance": 500}
+    ledger = {"account": "AC-2", "balance": 500, **ledger_extra}
+    as_of = f" (as of {ledger_extra['as_of']})" if "as_of" in ledger_extra else ""
+    return Run("r", "billing", outcome="failure", steps=(
+        step("g", "get_account", "tool", 0, {"account": "AC-2"}, account),
+        step("rf", "get_refund", "tool", 1, {"account": "AC-2"}, {"refund": 120}),
+        step("ap", "apply_refund", "other", 2, {"account": account, "refund": 120},
+             {"account": "AC-2", "balance": 620}, "g", "rf"),
+        step("led", "read_ledger", "tool", 4, {"account": "AC-2"}, ledger, "ap"),
+        step("rec", "reconcile", "condition", 6, {"account": {"account": "AC-2", "balance": 620}, "ledger": ledger},
+             None, "ap", "led", status="error",
+             error=ErrorInfo("ValueError", f"ledger balance 500{as_of} does not match account balance 620")),
+    ))
+
+
+def test_a_step_that_computed_the_new_value_from_its_own_inputs_made_an_update_not_a_replacement() -> None:
+    """A refund step given a balance of 500 and a refund of 120 that answered 620 (500 + 120) updated the balance:
+    the stale ledger read the failure sets against it is no replacement it made, and the ledger read (which
+    introduced the as-of date the failure quotes) ranks first."""
+    loc = analyze(_refund_run({"as_of": "2025-03-01"}), model=None).localization
+    assert loc.ranked_all[0].step_id == "led"
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+    plain = analyze(_refund_run({}), model=None).localization
+    assert not any("in its place" in r for c in plain.ranked_all for r in c.reasons)
+
+
+def test_a_step_given_the_new_value_under_a_field_named_for_the_old_made_an_update_not_a_replacement() -> None:
+    """A reschedule given date=2025-03-14 and new_date=2025-03-21 that answered date=2025-03-21 did what it was
+    handed: when the invite model later writes the old date, the reschedule gets no replacement finding."""
+    appt = {"appointment": "AP-3", "date": "2025-03-14", "new_date": "2025-03-21"}
+    moved = {"appointment": "AP-3", "date": "2025-03-21"}
+    invite = {"messages": [{"role": "user", "content": json.dumps({"before": appt, "after": moved})}]}
+    run = Run("r", "clinic", outcome="failure", steps=(
+        step("in", "get_request", "tool", 0, {"appointment": "AP-3"}, appt),
+        step("rs", "reschedule", "other", 2, appt, moved, "in"),
+        step("inv", "write_invite", "llm", 4, invite,
+             {"role": "assistant", "content": json.dumps({"appointment": "AP-3", "invite_date": "2025-03-14"})},
+             "in", "rs"),
+        step("cal", "sync_calendar", "tool", 6, {"appointment": "AP-3", "date": "2025-03-21",
+                                                 "invite_date": "2025-03-14"}, None, "rs", "inv", status="error",
+             error=ErrorInfo("ValueError", "invite says 2025-03-14 but appointment AP-3 is on 2025-03-21")),
+    ))
+    loc = analyze(run, model=None).localization
+    assert not any("in its place" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_value_handed_as_a_suggestion_or_made_by_chance_arithmetic_is_still_a_replacement() -> None:
+    """A logbook handed the booking's 12 seats and a suggested_seats of 3 that wrote seats=3 replaced the booking's
+    value (a suggestion is no order to change it), as does one whose 3 only some other pair of its inputs makes
+    (20 - 17, a room's capacity less the seats it holds): neither is an update of the 12 it was given."""
+    booking = {"booking": "BK-2207", "seats": 12}
+    for extra in ({"suggested_seats": 3}, {"room_capacity": 20, "room_held": 17}):
+        run = Run("r", "workshop-log", outcome="failure", steps=(
+            step("b", "book_room", "tool", 1, {"room": "R-3"}, booking),
+            step("l", "log_booking", "other", 3, {"booking": booking, **extra},
+                 {"booking": "BK-2207", "seats": 3}, "b"),
+            step("c", "reconcile", "condition", 5, {"log": {"booking": "BK-2207", "seats": 3}}, None, "l",
+                 status="error", error=ErrorInfo("ValueError", "log lists 3 seats, booking BK-2207 holds 12")),
+        ))
+        top = analyze(run, model=None).localization.ranked_all[0]
+        assert top.step_id == "l", extra
+        assert any("was given seats=12 and answered seats=3 in its place" in r for r in top.reasons), extra

@@ -50,6 +50,12 @@ class TestNumbers:
         """A list bullet before a number ("- 24 eggs") does not make it negative; an attached minus does."""
         assert [m.value for m in mentions("- 24 eggs, -5 C")] == [24.0, -5.0]
 
+    def test_a_hyphen_joining_a_number_to_an_identifier_is_no_minus_sign(self) -> None:
+        """A form code read as an identifier (``1099-INT`` of ``1099-INT-2025-4402``) leaves the year after it
+        unsigned: the hyphen joins it to the code; a minus after a space still signs its number."""
+        assert [m.value for m in mentions("form 1099-INT-2025-4402, balance -40.5", words=False)] == [2025.0, 4402.0, -40.5]
+        assert [m.raw for m in mentions("form 1099-INT-2025-4402", words=False)] == ["2025", "4402"]
+
     def test_units_and_currencies_stay_with_their_numbers(self) -> None:
         """The word or symbol next to a number is kept as its unit."""
         found = {m.value: m.unit for m in mentions("250 ha, €1,200 and four nights")}

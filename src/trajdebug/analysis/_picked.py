@@ -17,6 +17,7 @@ under a field the failure's words name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
@@ -59,6 +60,65 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
                 f"picked {', '.join(raws[k] for k in hit[:3])} from a list it was given, which the failure at {where} names",
             )
     return out
+
+
+def replaced_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps that answered, under a field they were given one value under, another value, where the failure names
+    both (a log entry handed a booking of 10 pieces that wrote 4 pieces, and the failure says "the log lists 4
+    pieces, the booking holds 10"): the failure is about the replacement, whoever first held either value.  Numbers
+    count too (a field's number changes legitimately, a converted amount, but not to one the failure sets against
+    the number it was given).  A model's answer is the llm-output diagnoser's to judge."""
+    keys = {a.key for a in named if a.kind in ("number", "date", "id")}
+    if len(keys) < 2:
+        return []
+    out: list[Found] = []
+    for sid in sorted(within, key=sl.g.position):
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or step.kind == "llm":
+            continue
+        view = sl.lin.view(sid)
+        given: dict[str, set[str]] = {}
+        raw: dict[str, str] = {}
+        for a in view.inputs:
+            if a.field and a.field not in PROTOCOL_FIELDS:
+                given.setdefault(a.field, set()).add(a.key)
+                raw.setdefault(a.field, a.raw)
+        for o in view.outputs:
+            was = given.get(o.field or "", set())
+            if len(was) != 1 or o.key not in keys or o.key in was:
+                continue
+            old = next(iter(was))
+            if old in keys and old not in view.out_keys and not _an_update(sl, sid, o, old, given):
+                out += _thin(
+                    sid,
+                    sl.w["origin"],
+                    f"was given {o.field}={raw[o.field or '']} and answered {o.field}={o.raw} in its place, the two "
+                    f"values the failure at {where} sets against each other",
+                )
+                break
+    return out
+
+
+def _an_update(sl: Slice, sid: str, o: Atom, old: str, given: dict[str, set[str]]) -> bool:
+    """Whether a step's new value under a field is an update it was asked to make, not a replacement: computed
+    from the value it replaced and its other inputs (a balance of 500 and a refund of 120 answered as 620; not a
+    number some other pair of its inputs happens to make, 76 = 80 - 4 for a core of 152), or handed to it under
+    the field's name with a word of change added (``new_date`` for ``date``, `Lexicon.change_words`; a
+    ``suggested_`` value is no order to change it).  A later copy that disagrees with such an update is stale;
+    the update is no cause of that."""
+    if any(x.key == old for x in sl.lin.operands(sid, o)):
+        return True
+    words = _name_words(o.field or "")
+    for g, ks in given.items():
+        extra = _name_words(g) - words
+        if o.key in ks and extra and extra <= sl.lexicon.change_words and words <= _name_words(g):
+            return True
+    return False
+
+
+def _name_words(name: str) -> set[str]:
+    """The words of a field name, lower case, split at non-alphanumerics and case changes (``newDate``: new, date)."""
+    return {w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name) if w}
 
 
 def _numbers(record: object) -> set[float]:
@@ -148,4 +208,4 @@ def _under_named_field(given: Sequence[Atom], limit: Atom, words: set[str], sl: 
     )
 
 
-__all__ = ["before", "limit_ignored", "picked_named"]
+__all__ = ["before", "limit_ignored", "picked_named", "replaced_named"]

@@ -36,7 +36,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._drops import dropped
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items, left_out_names
-from trajdebug.analysis._picked import limit_ignored, picked_named
+from trajdebug.analysis._picked import limit_ignored, picked_named, replaced_named
 from trajdebug.analysis._sources import (
     Found,
     Slice,
@@ -198,6 +198,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     made, origins = _named_origins(sl, f, named, within)
     out += _spoken_choices(sl, said, pos, within, step.name, made, origins)
     out += picked_named(sl, named, pos, within, step.name)
+    out += replaced_named(sl, named, pos, within, step.name)
     out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)

@@ -238,6 +238,11 @@ class Lexicon:
     cache_values: frozenset[str]
     """Values of a freshness field that say the answer came from a cache (``fetched: cache``)."""
 
+    change_words: frozenset[str]
+    """Words that, added to a field's name, name the value the field is to become (``new_date`` for ``date``,
+    ``revised_total``): a step handed it and writing it under the field made the change it was handed, where a
+    ``suggested_`` or ``default_`` value is no such order (`_picked.replaced_named`)."""
+
     # -- Settings: what a caller picks rather than reports
 
     duration_text: re.Pattern[str]
@@ -507,6 +512,7 @@ ENGLISH = Lexicon(
         {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
     ),
     cache_values=frozenset({"cache", "cached", "stale"}),
+    change_words=frozenset({"new", "updated", "revised", "corrected", "amended", "changed", "next", "rescheduled"}),
 
     # -- Settings: what a caller picks rather than reports
     duration_text=re.compile(

@@ -302,12 +302,17 @@ def _mentions(text: str, masked: str, has_digits: bool, words: bool) -> list[Men
         f = _number(m)
         if f is None:
             continue
+        start = m.start()
+        if m.group("sign") and start > 0 and text[start - 1].isalnum():
+            # A hyphen joining the number to the identifier before it, which the mask blanked (``1099-INT-2025``
+            # holds 2025, not -2025): no sign.
+            f, start = abs(f), m.start() + 1
         unit = _CURRENCY_SYMBOLS.get(m.group("cur") or "") or ("%" if m.group("pct") else None)
         if unit is None:
             u = _UNIT.match(masked, m.end())
             if u is not None:
                 unit = u.group("unit").lower()
-        out.append(Mention(f, m.start(), m.end(), unit, text[m.start() : m.end()].strip()))
+        out.append(Mention(f, start, m.end(), unit, text[start : m.end()].strip()))
     if words:
         for m in _WORDNUM.finditer(masked):
             u = _UNIT.match(masked, m.end())
