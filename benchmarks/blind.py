@@ -121,9 +121,10 @@ once held out at 12:29 UTC on 402375e5, the last round's final analysis: develop
 the round merged, scored once held out at 13:59-14:00 UTC on 21289830, the round's final analysis: development
 suites since).  ``suite_zzzzf`` and ``suite_zzzzg`` (written blind during the round, frozen at 13:20 and 13:17
 UTC, scored once held out at 15:25-15:26 UTC on b5c1cb34, the last round's final analysis: development suites
-since).  ``suite_zzzzh`` and ``suite_zzzzi`` (written blind at round 63's start, frozen before any change of the
-round merged: scored once on its final analysis) and ``suite_zzzzj`` and ``suite_zzzzk`` (written blind during the round,
-frozen at 16:01 and 16:00 UTC: the next round's first measure) are held out
+since).  ``suite_zzzzh`` and ``suite_zzzzi`` (written blind at round 63's start, frozen at 15:40 and 15:41 UTC before
+any change of the round merged, scored once held out at 17:15-17:16 UTC on 77685537, the round's final analysis:
+development suites since).  ``suite_zzzzj`` and ``suite_zzzzk`` (written blind during the round, frozen at 16:01
+and 16:00 UTC: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -149,8 +150,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zzzzk": "held out (written blind on 2026-12-07 during round 63, frozen at 16:00 UTC; not yet scored: the next round's first measure, with suite_zzzzj)",
     "suite_zzzzj": "held out (written blind on 2026-12-07 during round 63, frozen at 16:01 UTC; not yet scored: the next round's first measure, with suite_zzzzk)",
-    "suite_zzzzi": "held out (written blind on 2026-12-07 at the start of round 63, frozen before any change of the round merged; scored once at its end, with suite_zzzzh)",
-    "suite_zzzzh": "held out (written blind on 2026-12-07 at the start of round 63, frozen before any change of the round merged; scored once at its end, with suite_zzzzi)",
+    "suite_zzzzi": "development (scored once held out on 2026-12-07 at 17:16 UTC on 77685537; its misses not yet studied)",
+    "suite_zzzzh": "development (scored once held out on 2026-12-07 at 17:15 UTC on 77685537; its misses not yet studied)",
     "suite_zzzzg": "development (scored once held out on 2026-12-07 at 15:26 UTC on b5c1cb34; its misses not yet studied)",
     "suite_zzzzf": "development (scored once held out on 2026-12-07 at 15:25 UTC on b5c1cb34; its misses not yet studied)",
     "suite_zzzze": "development (scored once held out on 2026-12-07 at 14:00 UTC on 21289830; its misses not yet studied)",
