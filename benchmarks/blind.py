@@ -124,7 +124,9 @@ UTC, scored once held out at 15:25-15:26 UTC on b5c1cb34, the last round's final
 since).  ``suite_zzzzh`` and ``suite_zzzzi`` (written blind at round 63's start, frozen at 15:40 and 15:41 UTC before
 any change of the round merged, scored once held out at 17:15-17:16 UTC on 77685537, the round's final analysis:
 development suites since).  ``suite_zzzzj`` and ``suite_zzzzk`` (written blind during the round, frozen at 16:01
-and 16:00 UTC: the next round's first measure) are held out
+and 16:00 UTC, scored once held out at 18:16-18:17 UTC on 07dfceb6, the last round's final analysis: development
+suites since).  ``suite_zzzzl`` and ``suite_zzzzm`` (written blind at round 64's start, frozen before any change of
+the round merged: scored once on its final analysis) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -148,8 +150,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzzk": "held out (written blind on 2026-12-07 during round 63, frozen at 16:00 UTC; not yet scored: the next round's first measure, with suite_zzzzj)",
-    "suite_zzzzj": "held out (written blind on 2026-12-07 during round 63, frozen at 16:01 UTC; not yet scored: the next round's first measure, with suite_zzzzk)",
+    "suite_zzzzm": "held out (written blind on 2026-12-07 at the start of round 64, frozen before any change of the round merged; scored once at its end, with suite_zzzzl)",
+    "suite_zzzzl": "held out (written blind on 2026-12-07 at the start of round 64, frozen before any change of the round merged; scored once at its end, with suite_zzzzm)",
+    "suite_zzzzk": "development (scored once held out on 2026-12-07 at 18:17 UTC on 07dfceb6; its misses not yet studied)",
+    "suite_zzzzj": "development (scored once held out on 2026-12-07 at 18:16 UTC on 07dfceb6; its misses not yet studied)",
     "suite_zzzzi": "development (scored once held out on 2026-12-07 at 17:16 UTC on 77685537; its misses not yet studied)",
     "suite_zzzzh": "development (scored once held out on 2026-12-07 at 17:15 UTC on 77685537; its misses not yet studied)",
     "suite_zzzzg": "development (scored once held out on 2026-12-07 at 15:26 UTC on b5c1cb34; its misses not yet studied)",
