@@ -1304,7 +1304,7 @@ class TestOpenInferenceAgentsSDK:
 def test_a_long_agents_sdk_status_without_an_error_key_holds_no_error_text() -> None:
     """Past the evaluation cap, a status message whose data has no 'error' key yields no text of its own (not the
     whole data), and one that has it yields that key's text."""
-    from trajdebug.sources.formats._otlp_run import SDK_DETAIL_CAP, _sdk_detail
+    from trajdebug.sources.formats._otlp_errors import SDK_DETAIL_CAP, _sdk_detail
 
     pad = "x" * SDK_DETAIL_CAP
     assert _sdk_detail("Error running tool: {'note': '" + pad + "'}") is None
