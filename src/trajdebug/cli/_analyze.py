@@ -254,6 +254,15 @@ def analyze_cmd(
     analyses = list(result.analyses)
     if not analyses:
         raise click.ClickException(f"{path}: no runs found")
+    _notes(path, analyses, run_id, guided, refs)
+    if ask:
+        _ask(path, analyses, as_json, max_questions, strategy, result.twins)
+        return
+    _render(analyses, result, renderer, markdown, as_json)
+
+def _notes(path: str, analyses: list[Any], run_id: str | None, guided: bool, refs: tuple[str, ...]) -> None:
+    """What the user should know before the result, on stderr (so --json stays one document): each analysis's
+    problems, a source where no run failed, and the runs a guided search could not be run for."""
     unguided = []
     for a in analyses:
         for problem in a.problems:
@@ -277,10 +286,6 @@ def analyze_cmd(
             "no --oracle, --judge or expectation to answer its questions",
             err=True,
         )
-    if ask:
-        _ask(path, analyses, as_json, max_questions, strategy, result.twins)
-        return
-    _render(analyses, result, renderer, markdown, as_json)
 
 
 def _analyzed(path: Any, run_id: str | None, options: dict[str, Any], *, quiet: bool, oracles: bool) -> Any:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +25,10 @@ from trajdebug.cli._judge import add_judge_options, report_usage
 from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
 from trajdebug.core.model import Run
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis import Analysis
 
 
 DEFAULT_OUTPUT = "trajdebug-report.html"
@@ -109,6 +114,10 @@ def report_cmd(
         path = write_report(output, analysis, verification=verification, source=source, same_input=same)
     except OSError as exc:
         raise click.ClickException(f"{output}: cannot write the report ({exc.strerror or exc})") from None
+    _say_written(path, run, analysis, how, as_json)
+
+def _say_written(path: Path, run: Run, analysis: Analysis, how: str, as_json: bool) -> None:
+    """The command's last line: where the report went and which run it shows, or the same with the verdict as JSON."""
     size = path.stat().st_size
     if as_json:
         # The verdict and the ranked candidates as `analyze --json` gives them: a CI job that writes the report
