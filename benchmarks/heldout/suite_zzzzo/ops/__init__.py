@@ -1,0 +1,1 @@
+"""The eight agents of suite_zzzzo (healthcare operations on the ground), one module each."""
