@@ -323,6 +323,14 @@ def run_stages(state: AnalysisState, stages: Sequence[Stage]) -> AnalysisState:
     return state
 
 
+def with_followed_edges(run: Run) -> Run:
+    """The run with every edge the analysis follows: the recorded ones, those inferred from content, and the
+    lineage's value edges (the stages up to ``trace_values``), for a view that walks the graph as the
+    analysis does (`trajdebug diff`'s downstream impact)."""
+    state = run_stages(AnalysisState(run), STAGES[: STAGES.index(trace_values) + 1])
+    return need(state.own, "own")
+
+
 def insert_stage(stage: Stage, *, after: str, stages: Sequence[Stage] = STAGES) -> tuple[Stage, ...]:
     """The stages with ``stage`` inserted after the one named ``after`` (a function name, e.g. ``"rank"``)."""
     names = [s.__name__ for s in stages]
@@ -365,5 +373,6 @@ __all__ = [
     "named_edges",
     "structural_edges",
     "thin_inferred",
+    "with_followed_edges",
     "with_value_edges",
 ]
