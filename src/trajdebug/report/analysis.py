@@ -196,6 +196,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     if order:
         yield "note", order
     by_share = _by_share(a)
+    by_answers = ordered_by(a) == "answers"
     answered = answer_standing(a) if getattr(a, "guided", None) is not None else {}
     shared = _shared_names(steps)  # once for the run, not once per candidate
     for i, c in enumerate(a.root_causes, 1):
@@ -218,7 +219,11 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.
-        number = f"share {c.share:.3f}" if by_share else f"score {c.score:.3f}"
+        # Ordered by the answers, no number orders it: the score is named as the evidence's, so a cleared step
+        # above the proved root's score does not read as ranked above it.
+        number = (
+            f"share {c.share:.3f}" if by_share else f"evidence score {c.score:.3f}" if by_answers else f"score {c.score:.3f}"
+        )
         yield (
             "cause",
             (
@@ -389,7 +394,10 @@ def _causes_heading(a: Any) -> str:
 
 
 ORDER_LINES = {
-    "answers": "order: the root the answers prove (or single out), then suspects left, then steps they cleared",
+    "answers": (
+        "order: the root the answers prove (or single out), then suspects left, then steps they cleared; the evidence"
+        " score beside each is the ranking's, from before the answers"
+    ),
     "share": "order: by the learned model's share of the blame (the share shown), highest first",
     "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
