@@ -89,6 +89,9 @@ class Analysis:
     refs: tuple[str, ...] = ()
     """The files beside the run's source its references were looked for in (`trajdebug.analyze_source`'s
     ``refs``, ``--refs``), so that the reports say where none was found."""
+    other_agents: tuple[tuple[str, int], ...] = ()
+    """Passing runs of ``refs`` left out because they are another agent's (another name): (name, count), so
+    that the reports say why a file given to compare with was not used."""
     same_input: tuple[str, ...] = ()
     """Of `references`, the runs given the same input as this one (`trajdebug.analysis.reference.same_request`):
     the reports then never advise a passing run of the same input as what would settle the verdict."""

@@ -262,9 +262,24 @@ def compared_note(a: Analysis) -> str:
     refs = list(getattr(a, "references", ()) or ())
     if not refs:
         where = "the source or --refs" if getattr(a, "refs", ()) else "the source"
-        return f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
-    shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
-    return f"compared with {len(refs)} passing run(s) of this agent: {shown}"
+        note = f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
+    else:
+        shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+        note = f"compared with {_runs(len(refs))} of this agent: {shown}"
+    others = getattr(a, "other_agents", ()) or ()
+    if others:
+        # A file given to compare with whose runs were all another agent's left the user guessing why.
+        n = sum(count for _, count in others)
+        named = ", ".join(f"{count} of {name}" for name, count in others[:3]) + (", ..." if len(others) > 3 else "")
+        note += (
+            f"; --refs held {_runs(n)} of another agent, skipped ({named}; this run is {a.run.name}:"
+            " only runs of the same name are compared)"
+        )
+    return note
+
+
+def _runs(n: int) -> str:
+    return f"{n} passing run" + ("" if n == 1 else "s")
 
 
 def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
