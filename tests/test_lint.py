@@ -340,6 +340,26 @@ def test_a_framework_tool_gets_no_trajdebug_timeout_advice(tmp_path: Path) -> No
     assert [(f.code, f.step_name) for f in found if f.code == "no-timeout"] == [("no-timeout", "send_mail")]
 
 
+def _imported_tool_run(fmt: str, attributes: dict[str, Any] | None = None) -> Run:
+    """A run imported from ``fmt`` whose tool waited 30 ms."""
+    steps = (
+        Step("r", "restock-planner", "agent", start_ns=0, end_ns=90_000_000),
+        Step("t", "submit_po", "tool", parent_id="r", start_ns=1_000, end_ns=30_000_000, attributes=attributes or {}),
+    )
+    return Run("imp", "restock-planner", 0, 90_000_000, "success", metadata={"source_format": fmt}, steps=steps)
+
+
+def test_an_imported_tool_is_advised_what_its_route_can_declare() -> None:
+    """lint's no-timeout on an imported OTel span advises a span attribute, never ``@trajdebug.step(timeout=...)``,
+    and a span that carries ``timeout`` has none; a message log's tool, whose source has no way to say one, gets no
+    such finding (newuser64 F5: the decorator advised on an OTel span)."""
+    [otel] = [f for f in lint([_imported_tool_run("otlp")]) if f.code == "no-timeout"]
+    assert "trajdebug.step" not in otel.fix
+    assert otel.fix == "bound the call in your code and say so on its span: the span attribute timeout=SECONDS on submit_po"
+    assert not [f for f in lint([_imported_tool_run("otlp", {"timeout": 5})]) if f.code == "no-timeout"]
+    assert not [f for f in lint([_imported_tool_run("openai")]) if f.code == "no-timeout"]
+
+
 BOOKING_REQUEST = "Bella (cockapoo) needs a full groom between 2025-06-10 and 2025-06-13, please."
 
 
