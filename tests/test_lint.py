@@ -176,6 +176,23 @@ def test_the_same_problem_in_many_runs_is_one_line_with_its_run_count(tmp_path: 
     assert [(g["code"], g["step"], g["runs"]) for g in doc["groups"]] == [("no-timeout", "send_mail", 5)]
 
 
+def test_piped_each_message_and_fix_stays_on_one_line(tmp_path: Path, cli_run: Any) -> None:
+    """Piped, lint's text is never wrapped or cut (as analyze --help promises of the piped text): a fix longer than
+    80 columns is one line a grep finds whole (newuser64 F6: lint wrapped at 80 columns)."""
+
+    @trajdebug.step(kind="tool")
+    def submit_purchase_order_to_the_warehouse_receiving_service(po: str) -> str:
+        time.sleep(0.002)
+        return po
+
+    path = tmp_path / "po.jsonl"
+    with trajdebug.run("restock", path=str(path)):
+        submit_purchase_order_to_the_warehouse_receiving_service("PO-1")
+    lines = cli_run("lint", str(path), env={"COLUMNS": "80"}).stdout.decode().splitlines()
+    fix = 'fix: declare one: @trajdebug.step(kind="tool", timeout=SECONDS) on submit_purchase_order_to_the_warehouse_receiving_service'
+    assert any(line.strip() == fix for line in lines)
+
+
 @trajdebug.step(kind="parse")
 def validate(report: str) -> str:
     return report  # a pass-through: returns its own argument

@@ -448,7 +448,7 @@ def _no_timeouts(run: Run) -> Iterable[Finding]:
         fix = _timeout_fix(_route(run, found[0]), name)
         if fix is None:
             continue
-        yield _f("no-timeout", run, found[0], f"tool step {name} has no timeout ({len(found)} call(s))", fix)
+        yield _f("no-timeout", run, found[0], f"tool step {name} has no timeout ({len(found)} call{'s' * (len(found) != 1)})", fix)
 
 
 def _timeout_fix(route: str | None, name: str) -> str | None:
