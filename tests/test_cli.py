@@ -673,3 +673,13 @@ def test_analyze_of_a_source_where_no_run_failed_says_why_and_exits_0_as_run_on_
     assert one.exit_code == 0 and "no run failed" not in one.stderr
     flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
     assert "Exit status: 0 when the runs were analyzed, whatever was found" in flat
+
+
+def test_analyze_json_names_the_run_of_each_root_cause(demo_store: Path) -> None:
+    """In ``analyze --json`` each root cause's ``run_id`` is the run its step is in, the analyzed run's own id
+    rather than null, and ``earlier_turn`` is false for it (newuser64 F14: every run_id was null)."""
+    result = CliRunner().invoke(cli, ["analyze", str(demo_store), "--json"])
+    assert result.exit_code == 0, result.output
+    for entry in json.loads(result.stdout)["runs"]:
+        assert entry["root_causes"]
+        assert all((c["run_id"], c["earlier_turn"]) == (entry["run_id"], False) for c in entry["root_causes"])
