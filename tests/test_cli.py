@@ -385,6 +385,13 @@ class TestImport:
         assert 2 == stored.count(b'"t":"step"')
         assert "1 already there" in cli_run("import", str(log), "-o", str(db), check=True).stdout.decode()
 
+    def test_the_import_line_counts_one_step_and_one_error_in_the_singular(self, tmp_path: Path, cli_run: Any) -> None:
+        """The import line says "1 error" and "1 step", not "1 errors" (newuser64 F15)."""
+        log = tmp_path / "chat.json"
+        log.write_text(json.dumps([{"role": "tool", "tool_call_id": "c1", "content": "Error: user not found"}]))
+        line = cli_run("import", str(log), "--from", "openai", "-o", str(tmp_path / "i.db"), check=True).stdout.decode()
+        assert "imported 1 run (1 step, 1 error) from" in line
+
     def test_import_shows_progress_on_a_terminal(self, tmp_path: Path) -> None:
         """With stderr on a terminal, `import` draws a progress bar there (rich), naming what it does."""
         import os
