@@ -246,6 +246,23 @@ class TestState:
 
         assert {("insert_row", "state", "declared")} == edges(record(body), "read_row")
 
+    def test_a_declaration_outside_every_step_is_counted_and_said_once(self, caplog: Any) -> None:
+        """trajdebug.writes/reads with no recorded step and no processor's span to take them are counted as
+        unrecorded, with one warning for the process (they used to do nothing, silently)."""
+        from trajdebug.record import state
+
+        saved = state._unrecorded[0]
+        state._unrecorded[0] = 0
+        try:
+            with caplog.at_level("WARNING", logger="trajdebug"):
+                trajdebug.writes("db:orders/42")
+                trajdebug.reads("db:orders/42")
+            assert state.unrecorded_declarations() == 2
+            [warning] = [r.getMessage() for r in caplog.records if "outside every recorded step" in r.getMessage()]
+            assert "trajdebug.writes('db:orders/42')" in warning
+        finally:
+            state._unrecorded[0] = saved
+
 
 class TestControlAndEnv:
     def test_steps_under_a_branch_get_a_control_edge(self) -> None:

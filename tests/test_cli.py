@@ -385,6 +385,13 @@ class TestImport:
         assert 2 == stored.count(b'"t":"step"')
         assert "1 already there" in cli_run("import", str(log), "-o", str(db), check=True).stdout.decode()
 
+    def test_the_import_line_counts_one_step_and_one_error_in_the_singular(self, tmp_path: Path, cli_run: Any) -> None:
+        """The import line says "1 error" and "1 step", not "1 errors" (newuser64 F15)."""
+        log = tmp_path / "chat.json"
+        log.write_text(json.dumps([{"role": "tool", "tool_call_id": "c1", "content": "Error: user not found"}]))
+        line = cli_run("import", str(log), "--from", "openai", "-o", str(tmp_path / "i.db"), check=True).stdout.decode()
+        assert "imported 1 run (1 step, 1 error) from" in line
+
     def test_import_shows_progress_on_a_terminal(self, tmp_path: Path) -> None:
         """With stderr on a terminal, `import` draws a progress bar there (rich), naming what it does."""
         import os
@@ -673,3 +680,13 @@ def test_analyze_of_a_source_where_no_run_failed_says_why_and_exits_0_as_run_on_
     assert one.exit_code == 0 and "no run failed" not in one.stderr
     flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
     assert "Exit status: 0 when the runs were analyzed, whatever was found" in flat
+
+
+def test_analyze_json_names_the_run_of_each_root_cause(demo_store: Path) -> None:
+    """In ``analyze --json`` each root cause's ``run_id`` is the run its step is in, the analyzed run's own id
+    rather than null, and ``earlier_turn`` is false for it (newuser64 F14: every run_id was null)."""
+    result = CliRunner().invoke(cli, ["analyze", str(demo_store), "--json"])
+    assert result.exit_code == 0, result.output
+    for entry in json.loads(result.stdout)["runs"]:
+        assert entry["root_causes"]
+        assert all((c["run_id"], c["earlier_turn"]) == (entry["run_id"], False) for c in entry["root_causes"])

@@ -1125,3 +1125,20 @@ def test_diff_of_a_bad_file_with_no_failing_run_says_so_and_how_to_name_a_run(tm
     assert "BAD:" in res.output and "holds no failing run (2 passing)" in res.output and "PATH@RUN_ID" in res.output
     named = CliRunner().invoke(cli, ["diff", f"{path}@{ids[0]}", f"{path}@{ids[1]}"])
     assert named.exit_code == 0 and "first divergence" in named.output
+
+
+def test_downstream_impact_reaches_the_failing_step_by_the_edges_the_analysis_follows() -> None:
+    """The impact of the first divergence holds the step that failed when only a value edge of the analysis
+    joins them (an OTel trace: the order a forecast made reaches the failing submit through a PO line's
+    numbers, which content inference alone does not link; newuser64 F11)."""
+    from trajdebug.sources.formats import import_path
+
+    data = Path(__file__).parent / "data"
+    [good] = import_path(data / "restock_same.otlp.json").runs
+    [bad] = import_path(data / "restock_fail.otlp.json").runs
+    al = align(good, bad)
+    first = al.first_divergence
+    assert first is not None and first.bad is not None and first.bad.name == "parse_stock"
+    impact = [bad.step(s).name for s in al.impact(first)]  # type: ignore[attr-defined]
+    assert impact == ["forecast", "write_po_line", "submit_po"]
+    assert bad.step(al.impact(first)[-1]).status == "error"  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 GENERATED = {"docs/benchmarks.quick.md"}
 """Files the docs name that a command writes (`python -m benchmarks --quick`), absent from a clean checkout."""
 
-RUNNABLE = ["docs/recording.md", "docs/testing.md"]
+RUNNABLE = ["docs/importers.md", "docs/recording.md", "docs/testing.md"]
 """Pages whose every ``python`` block runs as written (in order, one interpreter per page)."""
 
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")

@@ -269,7 +269,7 @@ class TestCommands:
         out = tmp_path / "run.jsonl"
         r = CliRunner().invoke(cli, ["import", str(src), "--from", "openai", "-o", str(out)])
         assert r.exit_code == 0, r.output
-        assert "imported 1 run (4 steps, 1 errors)" in r.output
+        assert "imported 1 run (4 steps, 1 error)" in r.output
         [run] = read_jsonl(out).runs
         spans = tmp_path / "spans.json"
         r = CliRunner().invoke(cli, ["export", str(out), "--to", "otlp", "-o", str(spans)])

@@ -611,6 +611,63 @@ class TestFiles:
         assert run.steps[0].kind == "other"
 
 
+def _console_file(path: Path, program: Callable[[trace.Tracer], None]) -> Path:
+    """What the SDK's ``ConsoleSpanExporter(out=f)`` writes for a program's spans."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    with path.open("w", encoding="utf-8") as f:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=f)))
+        with pytest.raises(PermissionError):
+            program(provider.get_tracer("agent-under-test"))
+        provider.shutdown()
+    return path
+
+
+def _shape(run: Run) -> list[tuple[Any, ...]]:
+    """`_graph` with each id replaced by its step's position (two recordings of one program get new ids)."""
+    at = {s.step_id: n for n, s in enumerate(run.steps)}
+    return [(name, kind, at.get(parent), status, [(at[d], k, o) for d, k, o in deps])
+            for _, name, kind, parent, status, deps in _graph(run)]
+
+
+class TestConsoleExporter:
+    """The OpenTelemetry SDK's console exporter output (one pretty-printed span object after another)."""
+
+    def test_console_output_imports_as_its_otlp_json_does(self, tracer: Any, tmp_path: Path) -> None:
+        """A file written by the SDK's ConsoleSpanExporter is sniffed as otlp and imports to the run its OTLP/JSON
+        gives: the same steps, kinds, parents, edges, errors and outcome."""
+        console = _console_file(tmp_path / "console_spans.json", support_agent)
+        assert console.read_text(encoding="utf-8").startswith('{\n    "name": ')
+        assert sniff(console) == "otlp"
+        result = import_path(console)
+        [run] = result.runs
+        [expected] = runs_from_otlp([encode_hex(_run(tracer, support_agent))]).runs
+        assert not result.problems
+        assert _shape(run) == _shape(expected)
+        assert (run.outcome, run.failure_reason, run.name) == ("failure", "refund not allowed", "support-agent")
+        assert [(e.type, [c.stage for c in e.stages]) for e in run.errors] == [
+            (e.type, [c.stage for c in e.stages]) for e in expected.errors
+        ]
+        assert run.steps[0].start_ns % 1000 == 0 and run.end_ns and run.end_ns > run.start_ns
+
+    def test_a_damaged_console_span_is_named_by_file_and_line_and_the_rest_load(
+        self, tmp_path: Path
+    ) -> None:
+        """A console-exporter span cut short is a problem naming the file and the line it starts on; the spans
+        after it still import."""
+        console = _console_file(tmp_path / "spans.json", support_agent)
+        lines = console.read_text(encoding="utf-8").splitlines()
+        starts = [n for n, line in enumerate(lines) if line == "{"]
+        damaged = [*lines[: starts[1]], "{", '    "name": "cut', *lines[starts[1] :]]
+        console.write_text("\n".join(damaged) + "\n", encoding="utf-8")
+        result = import_path(console, "otlp")
+        [run] = result.runs
+        [problem] = result.problems
+        assert (problem.source, problem.line) == (str(console), starts[1] + 1)
+        assert len(run.steps) == len(starts)
+
+
 class TestConventions:
     """Attribute conventions and encodings."""
 

@@ -149,6 +149,62 @@ class TestRunner:
         assert any(d.step_id == answer.step_id and d.origin == "declared" for d in tool.deps)
 
 
+LEDGER: list[float] = []
+
+
+@function_tool
+def record_line(amount: float) -> str:
+    """Add a line to the ledger."""
+    import trajdebug
+
+    LEDGER.append(amount)
+    trajdebug.writes("ledger:T-1")
+    return "ok"
+
+
+@function_tool
+def reconcile() -> str:
+    """Total the ledger."""
+    import trajdebug
+
+    trajdebug.reads("ledger:T-1")
+    return f"{sum(LEDGER):.2f}"
+
+
+def _call(name: str, arguments: str, n: int) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(arguments=arguments, call_id=f"call_{n}", name=name, type="function_call", id=f"fc_{n}")
+
+
+class TestDeclaredState:
+    """`trajdebug.writes`/`reads` called inside a tool of a run the processor records."""
+
+    def test_a_tools_reads_get_a_state_edge_from_the_tool_that_last_wrote(self, processor: TrajdebugProcessor) -> None:
+        """Inside Agents SDK tools, trajdebug.writes/reads land on the tools' steps (state_writes, state_reads) and
+        the reader gets a declared state edge from the resource's last writer, as in a trajdebug.run."""
+        from trajdebug.record.state import unrecorded_declarations
+
+        LEDGER.clear()
+        before = unrecorded_declarations()
+        model = ScriptedModel(
+            [
+                [_call("record_line", '{"amount": 72.0}', 1)],
+                [_call("record_line", '{"amount": 7.2}', 2)],
+                [_call("reconcile", "{}", 3)],
+                [_answer("79.20")],
+            ]
+        )
+        agent = Agent(name="desk", instructions="Reconcile.", model=model, tools=[record_line, reconcile])
+        asyncio.run(Runner.run(agent, "trip T-1"))
+        run = processor.to_run()
+        first, second, rec = (s for s in run.steps if s.kind == "tool")
+        assert [first.attributes.get("state_writes"), second.attributes.get("state_writes")] == [["ledger:T-1"]] * 2
+        assert rec.attributes.get("state_reads") == ["ledger:T-1"]
+        assert [(d.step_id, d.kind, d.origin, d.key) for d in rec.deps if d.kind == "state"] == [
+            (second.step_id, "state", "declared", "ledger:T-1")
+        ]
+        assert unrecorded_declarations() == before
+
+
 class TestSpans:
     """Traces built directly with the SDK's span objects."""
 

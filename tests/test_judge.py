@@ -75,8 +75,12 @@ def config(server: FakeModelServer, **kw: Any) -> JudgeConfig:
 
 
 def causes(result: SourceAnalysis) -> list[dict[str, Any]]:
-    """The root causes of the first analysis, as ``analyze --json`` gives them."""
-    return list(result.analyses[0].to_dict()["root_causes"])
+    """The root causes of the first analysis, as ``analyze --json`` gives them (each naming its run)."""
+    from trajdebug.cli._analyze import _own_run_named
+
+    entry = result.analyses[0].to_dict()
+    _own_run_named(entry)
+    return list(entry["root_causes"])
 
 
 def by(name: str, verdict: str = "decisive", confidence: float = 0.9, **extra: Any) -> Any:

@@ -176,6 +176,23 @@ def test_the_same_problem_in_many_runs_is_one_line_with_its_run_count(tmp_path: 
     assert [(g["code"], g["step"], g["runs"]) for g in doc["groups"]] == [("no-timeout", "send_mail", 5)]
 
 
+def test_piped_each_message_and_fix_stays_on_one_line(tmp_path: Path, cli_run: Any) -> None:
+    """Piped, lint's text is never wrapped or cut (as analyze --help promises of the piped text): a fix longer than
+    80 columns is one line a grep finds whole (newuser64 F6: lint wrapped at 80 columns)."""
+
+    @trajdebug.step(kind="tool")
+    def submit_purchase_order_to_the_warehouse_receiving_service(po: str) -> str:
+        time.sleep(0.002)
+        return po
+
+    path = tmp_path / "po.jsonl"
+    with trajdebug.run("restock", path=str(path)):
+        submit_purchase_order_to_the_warehouse_receiving_service("PO-1")
+    lines = cli_run("lint", str(path), env={"COLUMNS": "80"}).stdout.decode().splitlines()
+    fix = 'fix: declare one: @trajdebug.step(kind="tool", timeout=SECONDS) on submit_purchase_order_to_the_warehouse_receiving_service'
+    assert any(line.strip() == fix for line in lines)
+
+
 @trajdebug.step(kind="parse")
 def validate(report: str) -> str:
     return report  # a pass-through: returns its own argument
@@ -338,6 +355,26 @@ def test_a_framework_tool_gets_no_trajdebug_timeout_advice(tmp_path: Path) -> No
     assert not any("trajdebug.step" in f.fix for f in found if f.run_id in (sdk.run_id, chain.run_id))
     assert not any(f.code == "no-timeout" for f in found if f.run_id in (sdk.run_id, chain.run_id))
     assert [(f.code, f.step_name) for f in found if f.code == "no-timeout"] == [("no-timeout", "send_mail")]
+
+
+def _imported_tool_run(fmt: str, attributes: dict[str, Any] | None = None) -> Run:
+    """A run imported from ``fmt`` whose tool waited 30 ms."""
+    steps = (
+        Step("r", "restock-planner", "agent", start_ns=0, end_ns=90_000_000),
+        Step("t", "submit_po", "tool", parent_id="r", start_ns=1_000, end_ns=30_000_000, attributes=attributes or {}),
+    )
+    return Run("imp", "restock-planner", 0, 90_000_000, "success", metadata={"source_format": fmt}, steps=steps)
+
+
+def test_an_imported_tool_is_advised_what_its_route_can_declare() -> None:
+    """lint's no-timeout on an imported OTel span advises a span attribute, never ``@trajdebug.step(timeout=...)``,
+    and a span that carries ``timeout`` has none; a message log's tool, whose source has no way to say one, gets no
+    such finding (newuser64 F5: the decorator advised on an OTel span)."""
+    [otel] = [f for f in lint([_imported_tool_run("otlp")]) if f.code == "no-timeout"]
+    assert "trajdebug.step" not in otel.fix
+    assert otel.fix == "bound the call in your code and say so on its span: the span attribute timeout=SECONDS on submit_po"
+    assert not [f for f in lint([_imported_tool_run("otlp", {"timeout": 5})]) if f.code == "no-timeout"]
+    assert not [f for f in lint([_imported_tool_run("openai")]) if f.code == "no-timeout"]
 
 
 BOOKING_REQUEST = "Bella (cockapoo) needs a full groom between 2025-06-10 and 2025-06-13, please."

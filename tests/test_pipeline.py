@@ -261,10 +261,12 @@ class TestSessionTurns:
         write_jsonl([first, second], path)
         plain = CliRunner().invoke(cli, ["analyze", str(path), "--run", "turn-2", "--json"])
         assert plain.exit_code == 0, plain.output
-        assert all(c.get("run_id") is None for c in json.loads(plain.output)["runs"][0]["root_causes"])
+        causes = json.loads(plain.output)["runs"][0]["root_causes"]
+        assert all((c["run_id"], c["earlier_turn"]) == ("turn-2", False) for c in causes)
         out = CliRunner().invoke(cli, ["analyze", str(path), "--run", "turn-2", "--session", "--json"])
         assert out.exit_code == 0, out.output
-        assert json.loads(out.output)["runs"][0]["root_causes"][0]["run_id"] == "turn-1"
+        top = json.loads(out.output)["runs"][0]["root_causes"][0]
+        assert (top["run_id"], top["earlier_turn"]) == ("turn-1", True)
 
 
 class TestEdges:

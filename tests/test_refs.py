@@ -106,7 +106,7 @@ def test_analyze_refs_on_the_command_line_equals_the_concatenated_file(recorded:
     assert got.exit_code == 0, got.output
     assert _runs_doc(json.loads(got.output)) == _runs_doc(json.loads(want.output))
     text = runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"])]).output
-    assert "compared with 4 passing run(s)" in text
+    assert "compared with 4 passing runs" in text
 
 
 def test_refs_are_read_in_any_format_and_repeatable(recorded: dict[str, Path], tmp_path: Path) -> None:
@@ -228,6 +228,29 @@ def test_with_refs_no_passing_run_says_where_it_was_looked_for(recorded: dict[st
     assert "compared with: no passing run of this agent in the source or --refs" in text
     alone = " ".join(runner.invoke(cli, ["analyze", str(recorded["fail"])]).output.split())
     assert "no passing run of this agent in the source (evidence" in alone
+
+
+def test_passing_refs_runs_of_another_agent_are_said_to_be_skipped(recorded: dict[str, Path], tmp_path: Path) -> None:
+    """Passing runs of another agent given to --refs are named as skipped, with their agent's name and count, in
+    the line that says what the run was compared with (newuser64 F13: "no passing run of this agent" alone)."""
+    other = tmp_path / "other.jsonl"
+    for ticket in ("T-1", "T-2"):
+        with trajdebug.run("restock-planner", path=str(other), task=f"restock {ticket}"):
+            trajdebug.step("get_stock", kind="tool")(lambda sku: {"sku": sku, "qty": 12})("CUP-12OZ")
+    runner = CliRunner()
+    text = " ".join(runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(other)]).output.split())
+    assert (
+        "compared with: no passing run of this agent in the source or --refs (evidence from this run alone);"
+        " --refs held 2 passing runs of another agent, skipped (2 of restock-planner; this run is tea-invoicing:"
+        " only runs of the same name are compared)"
+    ) in text
+    both = " ".join(
+        runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"]), "--refs", str(other)])
+        .output.split()
+    )
+    assert "compared with 4 passing runs of this agent:" in both and "skipped (2 of restock-planner;" in both
+    mine = " ".join(runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"])]).output.split())
+    assert "another agent" not in mine
 
 
 def test_the_same_input_run_of_many_failing_runs_is_found_by_one_index(monkeypatch: pytest.MonkeyPatch) -> None:

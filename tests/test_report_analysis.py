@@ -216,3 +216,28 @@ def test_the_verdict_line_names_the_thresholds_of_the_runs_setting() -> None:
     assert alone.verdict_thresholds == m.thresholds(references=False)
     words = "never confident" if m.thresholds(references=False)[1] > 1 else "confident from"
     assert f"alone: likely from {likely:.0%}, {words}" in (verdict_note(alone) or "")
+
+
+def test_ordered_by_the_answers_each_score_is_named_the_evidences_from_before_them() -> None:
+    """When the answers order the list, each candidate's number reads "evidence score" and the order line says it
+    is the ranking's from before the answers, so a cleared step with a higher score than the proved root above it
+    does not read as ranked above it (newuser64 F12: "score 0.518 proved root" over "score 0.620 ruled out")."""
+    import dataclasses
+
+    from tests.builders import quote_runs
+
+    from trajdebug.analysis import analyze, guided_search, settled
+    from trajdebug.core.model import Answer
+    from trajdebug.report.analysis import analysis_lines
+
+    _, bad = quote_runs()
+    a = analyze(bad)
+    answers = [Answer("5", False, "person", admissible=False), Answer("4", False, "person", admissible=True)]
+    after = settled(dataclasses.replace(a, guided=guided_search(a, lambda step, run: None, answers=answers)))
+    lines = [" ".join(line.split()) for line in analysis_lines(after, width=400)]
+    causes = [line for line in lines if line[:2] in {f"{i}." for i in range(1, 10)}]
+    assert causes and all(" evidence score 0." in line or " evidence score 1." in line for line in causes)
+    [order] = [line for line in lines if line.startswith("order: ")]
+    assert order.endswith("the evidence score beside each is the ranking's, from before the answers")
+    before = [" ".join(line.split()) for line in analysis_lines(a, width=400)]
+    assert not any("evidence score" in line for line in before)

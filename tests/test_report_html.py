@@ -384,7 +384,7 @@ def test_the_report_shows_the_verdict_and_the_passing_runs_it_compared_with_as_t
     assert verdict.startswith("verdict: " + analysis.verdict)
     compared = page.locator("#run-compared").text_content()
     assert compared == compared_note(analysis)
-    assert compared.startswith("compared with 1 passing run(s) of this agent: ref-<script>")
+    assert compared.startswith("compared with 1 passing run of this agent: ref-<script>")
     assert page.evaluate("window.__pwned") is None and page.locator("#planted").count() == 0
     assert page.errors == []
 

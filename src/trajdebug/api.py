@@ -217,7 +217,7 @@ def _each(
         earlier = _earlier(run, pool.runs, session)
         refs = references(run, pool.runs) if use_references else ()
         analysis = analyze(run, previous=earlier, references=refs, **settings)
-        analyses.append(replace(analysis, refs=pool.refs) if pool.refs else analysis)
+        analyses.append(replace(analysis, refs=pool.refs, other_agents=_other_agents(run, pool)) if pool.refs else analysis)
         twin = pool.same.of(run) if run.outcome != "success" else None
         twins.append(twin)
         if twin is not None and twin.run_id in analysis.same_input[1:]:
@@ -230,6 +230,19 @@ def _each(
         if progress is not None:
             progress(len(analyses), len(chosen))
     return analyses, hints, twins
+
+
+def _other_agents(run: Run, pool: _Pool) -> tuple[tuple[str, int], ...]:
+    """The passing runs of the ``refs`` files that are another agent's than ``run``'s: (name, count), most first."""
+    from collections import Counter
+
+    from trajdebug.analysis import same_agent
+
+    own = {r.run_id for r in pool.own}
+    names = Counter(
+        r.name for r in pool.runs if r.run_id not in own and r.outcome == "success" and not same_agent(r, run)
+    )
+    return tuple(names.most_common())
 
 
 def _where(origin: dict[str, tuple[str, str]], run: Run) -> str:

@@ -445,13 +445,21 @@ def _no_timeouts(run: Run) -> Iterable[Finding]:
     for name, found in by_name.items():
         if _in_process(found):
             continue
-        yield _f(
-            "no-timeout",
-            run,
-            found[0],
-            f"tool step {name} has no timeout ({len(found)} call(s))",
-            f"declare one: @trajdebug.step(kind=\"tool\", timeout=SECONDS) on {name}",
-        )
+        fix = _timeout_fix(_route(run, found[0]), name)
+        if fix is None:
+            continue
+        yield _f("no-timeout", run, found[0], f"tool step {name} has no timeout ({len(found)} call{'s' * (len(found) != 1)})", fix)
+
+
+def _timeout_fix(route: str | None, name: str) -> str | None:
+    """How to declare a tool's bound on the route that recorded it; None where the source has no way to say it
+    (a message log, a transcript: nothing to ask for)."""
+    if route is None:
+        return f"declare one: @trajdebug.step(kind=\"tool\", timeout=SECONDS) on {name}"
+    if route == "otlp":
+        # An imported span has no trajdebug decorator; its attributes become the step's (docs/importers.md).
+        return f"bound the call in your code and say so on its span: the span attribute timeout=SECONDS on {name}"
+    return None
 
 
 def _body_state(run: Run) -> Iterable[Finding]:

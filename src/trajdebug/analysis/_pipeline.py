@@ -89,6 +89,9 @@ class Analysis:
     refs: tuple[str, ...] = ()
     """The files beside the run's source its references were looked for in (`trajdebug.analyze_source`'s
     ``refs``, ``--refs``), so that the reports say where none was found."""
+    other_agents: tuple[tuple[str, int], ...] = ()
+    """Passing runs of ``refs`` left out because they are another agent's (another name): (name, count), so
+    that the reports say why a file given to compare with was not used."""
     same_input: tuple[str, ...] = ()
     """Of `references`, the runs given the same input as this one (`trajdebug.analysis.reference.same_request`):
     the reports then never advise a passing run of the same input as what would settle the verdict."""
@@ -323,6 +326,14 @@ def run_stages(state: AnalysisState, stages: Sequence[Stage]) -> AnalysisState:
     return state
 
 
+def with_followed_edges(run: Run) -> Run:
+    """The run with every edge the analysis follows: the recorded ones, those inferred from content, and the
+    lineage's value edges (the stages up to ``trace_values``), for a view that walks the graph as the
+    analysis does (`trajdebug diff`'s downstream impact)."""
+    state = run_stages(AnalysisState(run), STAGES[: STAGES.index(trace_values) + 1])
+    return need(state.own, "own")
+
+
 def insert_stage(stage: Stage, *, after: str, stages: Sequence[Stage] = STAGES) -> tuple[Stage, ...]:
     """The stages with ``stage`` inserted after the one named ``after`` (a function name, e.g. ``"rank"``)."""
     names = [s.__name__ for s in stages]
@@ -365,5 +376,6 @@ __all__ = [
     "named_edges",
     "structural_edges",
     "thin_inferred",
+    "with_followed_edges",
     "with_value_edges",
 ]

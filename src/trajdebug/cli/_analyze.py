@@ -351,8 +351,20 @@ def _emit_json(analyses: list[Any], verifications: list[Any], judgments: list[An
     for entry, j in zip(data["runs"], judgments):
         if j is not None:
             j.annotate(entry)
+    for entry in data["runs"]:
+        _own_run_named(entry)
     data["hints"] = list(hints)
     emit_json(data)
+
+
+def _own_run_named(entry: dict[str, Any]) -> None:
+    """Each root cause's ``run_id`` is the run its step is in, the analyzed run's too (`Analysis.to_dict` leaves
+    that one null, which read as "unknown": newuser64 F14), and ``earlier_turn`` says whether it is an earlier
+    turn's.  Done on the document the command prints (after the judge matched its parts by the null)."""
+    for rc in entry.get("root_causes") or ():
+        rc["earlier_turn"] = rc.get("run_id") is not None
+        if rc.get("run_id") is None:
+            rc["run_id"] = entry.get("run_id")
 
 
 def _emit_markdown(analyses: list[Any], verifications: list[Any], judgments: list[Any], hints: Sequence[str]) -> None:

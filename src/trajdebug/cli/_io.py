@@ -231,7 +231,8 @@ def _summary(
     n = len(imported)
     already = outcome["unchanged"] + outcome["replaced"]
     return visible(
-        f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
+        f"imported {n} run{'s' * (n != 1)} ({steps} step{'s' * (steps != 1)}, {errors} error{'s' * (errors != 1)})"
+        f" from {source} ({fmt_used}) into {output}"
         + (
             f" ({outcome['added']} new, {outcome['unchanged']} already there, {outcome['replaced']} updated)"
             if already

@@ -55,6 +55,9 @@ def lint_cmd(
     any confidence.  An imported OTLP span can declare its dependencies (span
     links): a span with none, found so, is a finding to fix.
 
+    On a terminal the text wraps to its width; piped (not a terminal), it is
+    never wrapped or cut: one line per message and fix.
+
     \b
     Examples:
         trajdebug lint runs.db
@@ -82,7 +85,8 @@ def lint_cmd(
 
         from trajdebug.cli._common import console
 
-        out = console()
+        # Piped (CI logs, grep), each finding's lines stay whole, as analyze's and show's do.
+        out = console(unwrapped_piped=True)
         # One entry per problem (code, step, fix), with the runs it shows in: 210 runs with the
         # same missing timeout are one line, not 210.
         for g in group_findings(findings):

@@ -57,15 +57,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.tracing import Span, Trace, TracingProcessor
+from agents.tracing import Span, Trace, TracingProcessor, get_current_span
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
 from trajdebug.integrations._openai_agents_outcomes import final_outputs
+from trajdebug.record.state import add_state_hook, remove_state_hook
 from trajdebug.sources.formats.agents_sdk import NON_FATAL, capped, raised_at_the_end, span_errors
 from trajdebug.sources.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 
@@ -131,6 +133,9 @@ class TrajdebugProcessor(TracingProcessor):
         self._lock = threading.Lock()
         self._traces: dict[str, dict[str, Any]] = {}
         self._spans: dict[str, list[dict[str, Any]]] = {}
+        self._declared: dict[str, list[tuple[str, str, str]]] = {}
+        """Per trace, the `trajdebug.writes`/`reads` its tools made, in order: (span id, verb, resource)."""
+        add_state_hook(_StateHook(weakref.ref(self)))
 
     # -- TracingProcessor -------------------------------------------------------------
 
@@ -233,11 +238,23 @@ class TrajdebugProcessor(TracingProcessor):
             raise LookupError("no Agents SDK trace has finished under this processor yet")
         return self.runs[-1]
 
+    def _declare(self, verb: str, resource: str) -> bool:
+        """Take a `trajdebug.writes`/`reads` made in a span of a trace this processor records (the tool running)."""
+        span = get_current_span()
+        if span is None:
+            return False
+        with self._lock:
+            if span.trace_id not in self._traces:
+                return False
+            self._declared.setdefault(span.trace_id, []).append((str(_strip("span_", span.span_id)), verb, resource))
+        return True
+
     def _finish(self, trace_id: str, *, ended: bool) -> None:
         with self._lock:
             meta = self._traces.pop(trace_id, {})
             spans = self._spans.pop(trace_id, [])
-        run = convert_trace(trace_id, meta, spans, ended=ended)
+            declared = self._declared.pop(trace_id, [])
+        run = with_declared_state(convert_trace(trace_id, meta, spans, ended=ended), declared)
         extra = dict(self._metadata)
         if self._task is not None and run.metadata.get("task") is None:
             extra["task"] = self._task
@@ -248,6 +265,52 @@ class TrajdebugProcessor(TracingProcessor):
         from trajdebug.integrations._deliver import deliver
 
         deliver(run, store=self._store, path=self._path, lock=self._lock)
+
+
+class _StateHook:
+    """The processor's `trajdebug.record.state` hook, holding it weakly: a processor dropped stops taking
+    declarations, and its hook unregisters itself at the next one."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref: weakref.ref[TrajdebugProcessor]) -> None:
+        self.ref = ref
+
+    def __call__(self, verb: str, resource: str) -> bool:
+        processor = self.ref()
+        if processor is None:
+            remove_state_hook(self)
+            return False
+        return processor._declare(verb, resource)
+
+
+def with_declared_state(run: Run, declared: list[tuple[str, str, str]]) -> Run:
+    """The run with its tools' `trajdebug.writes`/`reads` on their steps, as the recorder keeps them: the
+    ``state_writes``/``state_reads`` attributes, and a declared ``state`` edge from a resource's last writer
+    (at the time of the read) to its reader."""
+    if not declared:
+        return run
+    steps = {s.step_id: s for s in run.steps}
+    lists: dict[tuple[str, str], list[str]] = {}
+    new_deps: dict[str, list[Dependency]] = {}
+    writer: dict[str, str] = {}
+    for sid, verb, resource in declared:
+        if sid not in steps:
+            continue
+        lists.setdefault((sid, "state_" + verb), []).append(resource)
+        if verb == "writes":
+            writer[resource] = sid
+        elif resource in writer:
+            new_deps.setdefault(sid, []).append(
+                Dependency(step_id=writer[resource], kind="state", origin="declared", key=resource)
+            )
+    for (sid, attr), found in lists.items():
+        s = steps[sid]
+        steps[sid] = replace(s, attributes={**s.attributes, attr: [*(s.attributes.get(attr) or []), *found]})
+    for sid, deps in new_deps.items():
+        steps[sid] = replace(steps[sid], deps=add_deps(steps[sid].deps, deps, sid))
+    out: Run = replace(run, steps=tuple(steps[s.step_id] for s in run.steps))
+    return out
 
 
 # -- conversion -------------------------------------------------------------------------

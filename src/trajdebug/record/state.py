@@ -16,8 +16,9 @@ reports it (``body-state``).
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.codec import to_jsonable
@@ -28,6 +29,9 @@ from trajdebug.record.recorder import StepHandle, current_step
 
 if TYPE_CHECKING:
     from trajdebug.record.runs import RunHandle
+
+
+log = logging.getLogger("trajdebug")
 
 
 def _current() -> StepHandle | None:
@@ -187,10 +191,67 @@ _external: dict[tuple[str, str], str] = {}
 _ext_lock = threading.Lock()
 
 
+StateHook = Callable[[str, str], bool]
+"""``hook(verb, resource) -> taken``: records a `writes` (verb ``"writes"``) or `reads` made outside every
+trajdebug step onto a step another recorder makes (the Agents SDK processor's span of the running tool)."""
+
+_hooks: list[StateHook] = []
+_unrecorded = [0]
+_hooks_lock = threading.Lock()
+
+
+def add_state_hook(hook: StateHook) -> None:
+    """Ask ``hook`` about each `writes`/`reads` made outside every trajdebug step (an integration registers one)."""
+    with _hooks_lock:
+        if hook not in _hooks:
+            _hooks.append(hook)
+
+
+def remove_state_hook(hook: StateHook) -> None:
+    """Stop asking ``hook`` (no error when it was not registered)."""
+    with _hooks_lock:
+        if hook in _hooks:
+            _hooks.remove(hook)
+
+
+def unrecorded_declarations() -> int:
+    """`writes`/`reads` calls this process made outside every recorded step that no integration took: lost."""
+    return _unrecorded[0]
+
+
+def _elsewhere(verb: str, resource: str) -> None:
+    """A declaration made outside every trajdebug step: an integration's step takes it, else it is counted
+    and, the first time, said (a silent no-op left users with a state edge they believed declared)."""
+    taken = False
+    for hook in tuple(_hooks):
+        try:
+            taken = hook(verb, resource) or taken
+        except Exception:  # a hook never breaks the agent
+            log.debug("trajdebug: state hook failed", exc_info=True)
+    if taken:
+        return
+    with _hooks_lock:
+        _unrecorded[0] += 1
+        first = _unrecorded[0] == 1
+    if first:
+        log.warning(
+            "trajdebug: trajdebug.%s(%r) was called outside every recorded step, so it was not recorded "
+            "(call it inside a trajdebug.run block's step, or a tool of an Agents SDK run a TrajdebugProcessor "
+            "records; this warning is given once, trajdebug.record.state.unrecorded_declarations() counts them)",
+            verb,
+            resource,
+        )
+
+
 def writes(resource: str) -> None:
-    """Declare that the current step wrote external state (``"db:orders/42"``, ``"file:out.csv"``)."""
+    """Declare that the current step wrote external state (``"db:orders/42"``, ``"file:out.csv"``).
+
+    Outside every trajdebug step, an integration's step takes it (the Agents SDK tool running it, under a
+    `TrajdebugProcessor`); otherwise it is not recorded: counted, with one warning.
+    """
     h = _current()
     if h is None or h._run is None:
+        _elsewhere("writes", resource)
         return
     with _ext_lock:
         _external[(h._run.run_id, resource)] = h.id
@@ -202,9 +263,13 @@ def writes(resource: str) -> None:
 
 
 def reads(resource: str) -> None:
-    """Declare that the current step read external state; adds a ``state`` edge from its last writer."""
+    """Declare that the current step read external state; adds a ``state`` edge from its last writer.
+
+    Outside every trajdebug step, as `writes`.
+    """
     h = _current()
     if h is None or h._run is None:
+        _elsewhere("reads", resource)
         return
     writer = _external.get((h._run.run_id, resource))
     lst = h.attrs.get("state_reads") if h.attrs else None

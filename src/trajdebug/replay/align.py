@@ -253,8 +253,9 @@ class Alignment:
     def impact(self, pair: Pair) -> list[str]:
         """Steps of the failing run downstream of a difference that differ from the passing run, in execution order.
 
-        Its forward slice over the recorded dependencies and those inferred from
-        content (`trajdebug.analysis.infer_dependencies`): a framework trace
+        Its forward slice over the edges the analysis follows (recorded, inferred
+        from content, the lineage's value edges: `trajdebug.analysis.with_followed_edges`),
+        so the failing step a changed value reached is in it: a framework trace
         (LangGraph) records which node encloses which, not which node read
         another's output, so the recorded edges alone reach only the enclosing
         steps.  The step itself and the steps enclosing it are left out: they
@@ -268,9 +269,9 @@ class Alignment:
 
         run = self.bad
         try:
-            from trajdebug.analysis import infer_dependencies
+            from trajdebug.analysis import with_followed_edges
 
-            run = infer_dependencies(run)
+            run = with_followed_edges(run)
         except Exception:  # noqa: BLE001 - no inference (a malformed run): the recorded edges still count
             pass
         sid = pair.bad.step_id

@@ -196,6 +196,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     if order:
         yield "note", order
     by_share = _by_share(a)
+    by_answers = ordered_by(a) == "answers"
     answered = answer_standing(a) if getattr(a, "guided", None) is not None else {}
     shared = _shared_names(steps)  # once for the run, not once per candidate
     for i, c in enumerate(a.root_causes, 1):
@@ -218,7 +219,11 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         elif conf is not None:
             tag += f", confidence {conf:.0%}"
         # The number shown is the one the list is in the order of: the learned model's share, else the score.
-        number = f"share {c.share:.3f}" if by_share else f"score {c.score:.3f}"
+        # Ordered by the answers, no number orders it: the score is named as the evidence's, so a cleared step
+        # above the proved root's score does not read as ranked above it.
+        number = (
+            f"share {c.share:.3f}" if by_share else f"evidence score {c.score:.3f}" if by_answers else f"score {c.score:.3f}"
+        )
         yield (
             "cause",
             (
@@ -257,9 +262,24 @@ def compared_note(a: Analysis) -> str:
     refs = list(getattr(a, "references", ()) or ())
     if not refs:
         where = "the source or --refs" if getattr(a, "refs", ()) else "the source"
-        return f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
-    shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
-    return f"compared with {len(refs)} passing run(s) of this agent: {shown}"
+        note = f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
+    else:
+        shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+        note = f"compared with {_runs(len(refs))} of this agent: {shown}"
+    others = getattr(a, "other_agents", ()) or ()
+    if others:
+        # A file given to compare with whose runs were all another agent's left the user guessing why.
+        n = sum(count for _, count in others)
+        named = ", ".join(f"{count} of {name}" for name, count in others[:3]) + (", ..." if len(others) > 3 else "")
+        note += (
+            f"; --refs held {_runs(n)} of another agent, skipped ({named}; this run is {a.run.name}:"
+            " only runs of the same name are compared)"
+        )
+    return note
+
+
+def _runs(n: int) -> str:
+    return f"{n} passing run" + ("" if n == 1 else "s")
 
 
 def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
@@ -389,7 +409,10 @@ def _causes_heading(a: Any) -> str:
 
 
 ORDER_LINES = {
-    "answers": "order: the root the answers prove (or single out), then suspects left, then steps they cleared",
+    "answers": (
+        "order: the root the answers prove (or single out), then suspects left, then steps they cleared; the evidence"
+        " score beside each is the ranking's, from before the answers"
+    ),
     "share": "order: by the learned model's share of the blame (the share shown), highest first",
     "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",

@@ -80,7 +80,7 @@ function buildCauses(host) {
     return;
   }
   const ORDER = {
-    "answers": "Ordered as the answers leave them: the root they prove (or single out), then suspects left, then steps they cleared.",
+    "answers": "Ordered as the answers leave them: the root they prove (or single out), then suspects left, then steps they cleared. The evidence score beside each is the ranking's, from before the answers.",
     "share": "Ordered by the learned model's share of the blame (the share shown), highest first.",
     "judge": "Ordered by score, the evidence's combined with the model's verdicts (--judge), highest first.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
@@ -127,7 +127,7 @@ function buildCauses(host) {
         : null,
       byShare
         ? el("span", { class: "score", title: "the learned model's share of the blame: the list's order" }, "share " + c.share.toFixed(3))
-        : el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
+        : el("span", { class: "score", title: orderedBy === "answers" ? "the evidence's score, from before the answers (the answers order the list)" : "score" }, typeof c.score === "number" ? (orderedBy === "answers" ? "evidence " : "") + c.score.toFixed(3) : ""));
     item.appendChild(head);
     if (c.run_id) item.appendChild(el("div", { class: "note" }, "in an earlier turn: run " + c.run_id));
     const v = verdictOf(c.step_id);

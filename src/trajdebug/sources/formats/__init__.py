@@ -111,6 +111,10 @@ def sniff(path: str | Path) -> str | None:
         return None  # trajdebug's own records
     if '"resourceSpans"' in head or '"resource_spans"' in head:
         return "otlp"
+    from trajdebug.sources.formats.otel_console import looks_like_console
+
+    if looks_like_console(head):
+        return "otlp"  # the OTel SDK's ConsoleSpanExporter output, which the OTLP importer reads too
     if '"role"' in head:
         from trajdebug.sources.formats.transcript import looks_like_transcript
 

@@ -1,7 +1,8 @@
 """Import OpenTelemetry traces in OTLP/JSON: one run per trace, one step per span.
 
 Reads the ``resourceSpans`` layout that OTel exporters and the collector's
-file exporter write: one envelope per file or one per line, a trace spread
+file exporter write (and the Python SDK's console exporter output, each span
+turned into such an envelope by `trajdebug.sources.formats.otel_console`): one envelope per file or one per line, a trace spread
 over several envelopes or files (pass a directory), ids in hex (the OTLP/JSON
 spec) or base64 (protobuf JSON), attribute values in any ``AnyValue`` form,
 enums as integers or names.  Attribute conventions (OpenInference, GenAI,
@@ -37,9 +38,10 @@ from typing import Any
 from trajdebug.core.collector import collector_paused
 from trajdebug.core.jsonl import FormatError, ReadResult
 from trajdebug.core.model import Run
-from trajdebug.sources.formats._common import Record
+from trajdebug.sources.formats._common import Record, sniff_head
 from trajdebug.sources.formats._otlp_run import trace_to_run
 from trajdebug.sources.formats._stream import SpanSpill, records
+from trajdebug.sources.formats.otel_console import console_records, looks_like_console
 from trajdebug.sources.formats.otlp_json import (
     RUN_ID,
     Span,
@@ -102,7 +104,11 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
             bad_json: list[FormatError] = []
             bad_spans: list[FormatError] = []
             try:
-                read = records(f, bad_json, stream_from=STREAM_FROM)
+                read = (
+                    console_records(f, bad_json)
+                    if looks_like_console(sniff_head(f, 4096))
+                    else records(f, bad_json, stream_from=STREAM_FROM)
+                )
                 for spans in _envelope_spans(read, str(f), bad_spans, traces.count):
                     traces.add(spans, SPILL_SPANS)
             except FormatError as exc:
