@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,10 @@ from trajdebug.cli._common import (
 from trajdebug.core.model import Run
 
 
+if TYPE_CHECKING:
+    from trajdebug.search import StepMatch
+
+
 @click.command(name="runs")
 @source_argument
 @click.option(
@@ -39,6 +43,13 @@ from trajdebug.core.model import Run
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list replays and reference runs (hidden by default)."
 )
+@click.option(
+    "--search",
+    metavar="TEXT",
+    help="Only runs holding every word of TEXT (any case) in a step's input, output or error, a step name or "
+    "the run's name; each run says which steps matched.  Values are searched as stored: a redacted secret "
+    "is never found by its value.",
+)
 @json_option
 def runs_cmd(
     source: str | None,
@@ -48,6 +59,7 @@ def runs_cmd(
     name: str | None,
     limit: int,
     show_all: bool,
+    search: str | None,
     as_json: bool,
 ) -> None:
     """List the runs of SOURCE, newest first.
@@ -62,6 +74,7 @@ def runs_cmd(
     \b
     Example:
         trajdebug runs meeting.db --outcome failure
+        trajdebug runs support.db --search "A103 laptop"
     """
     from pathlib import Path
 
@@ -75,26 +88,72 @@ def runs_cmd(
     if fmt not in (None, "store") or not is_store(path):
         if fmt == "store":
             raise fail(f"{path}: not a trajdebug store")
-        rows, hidden = _summaries(load_source(path, None, fmt), outcome, name, limit, show_all)
+        loaded = load_source(path, None, fmt)
+        found = None if search is None else _found(((r.run_id, r) for r in loaded), search)
+        if found is not None:
+            loaded = [r for r in loaded if r.run_id in found]
+        rows, hidden = _summaries(loaded, outcome, name, limit, show_all)
     else:
         try:
             with Store(path, readonly=True) as st:
-                rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
-                hidden = 0
-                if not show_all:
-                    hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
-                        outcome=outcome, name=name, derived=False
-                    )
+                if search is not None:
+                    rows, found = _searched(st, search, outcome, name, limit, show_all)
+                    hidden = 0
+                else:
+                    found = None
+                    rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
+                    hidden = 0
+                    if not show_all:
+                        hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
+                            outcome=outcome, name=name, derived=False
+                        )
         except StoreError as exc:
             raise fail(str(exc)) from None
     if as_json:
-        emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
+        data = [r.to_dict() for r in rows]
+        if found is not None:
+            for d in data:
+                d["matched"] = [m.to_dict() for m in found.get(d["run_id"], ())]
+        emit_json({"store": path, "runs": data, "hidden": hidden})
         return
-    _print_runs(rows, hidden)
+    _print_runs(rows, hidden, found)
 
 
-def _print_runs(rows: list[Any], hidden: int) -> None:
-    """The runs as a terminal table, with what is hidden and why."""
+def _found(pairs: Iterable[tuple[str, Run]], text: str) -> dict[str, tuple[StepMatch, ...]]:
+    """The runs holding every word of ``text``, by id, each with the steps that matched."""
+    from trajdebug.search import search_run
+
+    out: dict[str, tuple[StepMatch, ...]] = {}
+    for rid, run in pairs:
+        hit = search_run(run, text)
+        if hit is not None:
+            out[rid] = hit
+    return out
+
+
+def _searched(
+    st: Any, text: str, outcome: str | None, name: str | None, limit: int, show_all: bool
+) -> tuple[list[Any], dict[str, tuple[StepMatch, ...]]]:
+    """``runs --search`` over a store: the newest ``limit`` runs passing the filters that hold the text, read
+    one at a time (a run's values live in its records, not in columns SQLite could search)."""
+    rows: list[Any] = []
+    found: dict[str, tuple[StepMatch, ...]] = {}
+    for summary in st.list_runs(outcome=outcome, name=name, derived=show_all):
+        try:
+            run = st.load_run(summary.run_id)
+        except KeyError:
+            continue  # gone since it was listed
+        hit = _found([(summary.run_id, run)], text)
+        if hit:
+            rows.append(summary)
+            found.update(hit)
+            if len(rows) >= limit:
+                break
+    return rows, found
+
+
+def _print_runs(rows: list[Any], hidden: int, found: dict[str, tuple[StepMatch, ...]] | None = None) -> None:
+    """The runs as a terminal table, with what is hidden and why; after a search, the steps that matched."""
     from rich.table import Table
 
     from trajdebug.core.escape import markup as escape
@@ -119,6 +178,9 @@ def _print_runs(rows: list[Any], hidden: int) -> None:
         )
     out = console()
     out.print(table)
+    if found:
+        # A matched value stays on one line, whole, when piped (for grep), as `show` prints values.
+        _print_found(console(unwrapped_piped=True), rows, found)
     if not rows:
         out.print("no runs", style="dim")
     if hidden:
@@ -126,6 +188,18 @@ def _print_runs(rows: list[Any], hidden: int) -> None:
             f"{hidden} more run{'s' if hidden != 1 else ''} hidden: replays and reference runs (--all lists them)",
             style="dim",
         )
+
+
+def _print_found(out: Any, rows: list[Any], found: dict[str, tuple[StepMatch, ...]]) -> None:
+    """Where the search matched in each listed run: step, place (input, output, error) and the text around it."""
+    from trajdebug.core.escape import visible
+
+    out.print()
+    for r in rows:
+        hits = found.get(r.run_id, ())
+        out.print(f"run {visible(r.run_id[:12])}: {len(hits)} step{'s' if len(hits) != 1 else ''} matched", markup=False)
+        for m in hits:
+            out.print(f"  {visible(m.name)}#{visible(m.step_id[-6:])} ({m.where}): {visible(m.excerpt)}", markup=False)
 
 
 def _summaries(

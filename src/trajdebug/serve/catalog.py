@@ -5,7 +5,9 @@ what changed on every query (a new run, a run that gained steps or ended)
 and loads only those runs, so runs recorded while the server is up appear
 on the next request; over a file it reloads when the file's size or
 modification time changes.  Each run is indexed once per version: its
-metadata as tags, its step names and error messages for full-text search,
+metadata as tags, its step names, inputs, outputs and error messages for
+full-text search (`trajdebug.search`: values as stored, so a redacted secret
+is never found by its value; `Catalog.matched` names the steps that match),
 and, for a failed run, the names of its top root causes (the analysis is
 kept for the run page).
 
@@ -28,6 +30,7 @@ from typing import Any
 from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
+from trajdebug.search import StepMatch, search_run, value_text
 from trajdebug.sessions import Session, group_sessions, session_of
 from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
@@ -65,7 +68,7 @@ class RunEntry:
     causes: tuple[str, ...]
     """Names of the top root-cause steps (failed runs only)."""
     text: str
-    """Lower-cased run name, step names, error types and messages: what full-text search reads."""
+    """Lower-cased run name, step names, inputs, outputs, error types and messages: what full-text search reads."""
     tokens: int | None = None
     """Tokens of the run's LLM calls (`trajdebug.usage`), None when none are stated."""
     cost: float | None = None
@@ -110,7 +113,7 @@ class Query:
     cause: str | None = None
     """A root-cause step's name contains this (case-insensitive)."""
     text: str | None = None
-    """Every word occurs in the run's step names, error messages or name."""
+    """Every word occurs in the run's name, step names, step inputs, outputs or errors (`trajdebug.search`)."""
     derived: bool = False
     """Also replays and reference runs."""
     session: str | None = None
@@ -282,6 +285,8 @@ class Catalog:
         words += [s.name for s in run.steps]
         words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
         words += [f"{e.type} {e.message}" for e in run.errors]
+        # The same values `search_run` reads, so the index and the steps it names agree.
+        words += [value_text(v) for s in run.steps for v in (s.input, s.output)]
         usage = run_usage(run, self._prices)
         return RunEntry(
             run_id=run.run_id,
@@ -387,6 +392,12 @@ class Catalog:
         run = self.run(run_id)
         with self._lock:
             return self._analyze(run)
+
+    def matched(self, run_id: str, text: str) -> tuple[StepMatch, ...]:
+        """The steps of a run whose input, output or error holds a word of a search (`trajdebug.search`)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+        return () if run is None else search_run(run, text) or ()
 
     def runs(self, ids: Iterable[str] | None = None) -> list[Run]:
         """The runs (all, or these ids), oldest first."""
