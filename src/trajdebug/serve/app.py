@@ -81,6 +81,7 @@ def query_from(params: Any) -> Query:
         raise BadQuery(f"order: {order!r} is not asc or desc")
     return Query(
         session=params.get("session") or None,
+        user=params.get("user") or None,
         sort=sort,
         descending=order == "desc",
         outcome=outcome,

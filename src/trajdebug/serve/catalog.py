@@ -31,7 +31,7 @@ from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
 from trajdebug.search import StepMatch, search_run, value_text
-from trajdebug.sessions import Session, group_sessions, session_of
+from trajdebug.sessions import Session, group_sessions, has_tag, run_tags, session_of, user_in
 from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
 from trajdebug.usage import default_prices, run_usage
@@ -75,6 +75,8 @@ class RunEntry:
     """Cost of the run's LLM calls in US dollars, None when unknown."""
     session: str | None = None
     """The session the run belongs to (`trajdebug.sessions`)."""
+    user: str | None = None
+    """The run's user (`trajdebug.sessions.user_in`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the text index left out)."""
@@ -93,6 +95,7 @@ class RunEntry:
             "tokens": self.tokens,
             "cost": self.cost,
             "session": self.session,
+            "user": self.user,
         }
 
 
@@ -118,6 +121,8 @@ class Query:
     """Also replays and reference runs."""
     session: str | None = None
     """Only the runs of this session."""
+    user: str | None = None
+    """Only the runs of this user (`trajdebug.sessions.user_in`)."""
     sort: str = "started"
     """The column to sort by (`SORT_KEYS`)."""
     descending: bool = True
@@ -147,19 +152,6 @@ def _derived(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _tags(metadata: Mapping[str, Any]) -> tuple[str, ...]:
-    out: list[str] = []
-    for key, value in metadata.items():
-        if isinstance(value, (str, int, float, bool)):
-            out.append(f"{key}={value}")
-        elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
-            out.append(f"{key}={value['name']}")
-    tags = metadata.get("tags")
-    if isinstance(tags, (list, tuple)):
-        out.extend(str(t) for t in tags if isinstance(t, (str, int, float)))
-    return tuple(out)
-
-
 def _matches(e: RunEntry, q: Query) -> bool:
     if not q.derived and e.derived:
         return False
@@ -171,10 +163,10 @@ def _matches(e: RunEntry, q: Query) -> bool:
         return False
     if q.until_ns is not None and e.start_ns > q.until_ns:
         return False
-    if q.tag:
-        want = q.tag.strip()
-        if not any(t == want or t.split("=", 1)[0] == want for t in e.tags):
-            return False
+    if q.tag and not has_tag(e.tags, q.tag):
+        return False
+    if q.user is not None and e.user != q.user:
+        return False
     if q.session is not None and e.session != q.session:
         return False
     if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
@@ -298,7 +290,8 @@ class Catalog:
             errors=len(run.errors),
             failure_reason=run.failure_reason,
             derived=_derived(run.metadata),
-            tags=_tags(run.metadata),
+            tags=run_tags(run.metadata),
+            user=user_in(run.metadata),
             causes=causes,
             text="\n".join(words).lower(),
             tokens=usage.total_tokens,
