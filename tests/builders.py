@@ -292,3 +292,41 @@ def recorded_meeting_run(path: Any) -> Run:
         pass
     [got] = load_runs(path)
     return got
+
+
+SHOP_TURNS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("dan", "I want a refund for A103, the laptop", ("prod", "refund"), "1.299,00"),
+    ("eve", "Where is my order A100?", ("prod", "status"), "49.90"),
+    ("eve", "And when does A100 arrive?", ("staging", "status"), "49.90"),
+)
+"""A support desk's turns: user, message, tags, the order's total as the shop writes it."""
+
+
+def recorded_shop_store(path: Any) -> list[str]:
+    """A store of support-desk turns as a Langfuse user records them: tags, a session and a user id per run,
+    an LLM call with tokens (``gpt-4o-mini``), a tool with the order, and a parse that fails on the European
+    total (``1.299,00``, dan's turn).  Returns the run ids in the order of `SHOP_TURNS`."""
+    import trajdebug
+
+    ids = []
+    for user, text, tags, total in SHOP_TURNS:
+        try:
+            with trajdebug.run(
+                "support-desk", store=str(path), task=text, tags=list(tags), session=f"s-{user}-1",
+                metadata={"user_id": user, "channel": "chat"},
+            ) as h:
+                ids.append(h.run_id)
+                with trajdebug.step("user_message", kind="input", input={"text": text}) as s:
+                    s.output = {"text": text}
+                with trajdebug.step("answer", kind="llm", input={"messages": [{"role": "user", "content": text}]}) as s:
+                    s.usage(model="gpt-4o-mini", prompt_tokens=120, completion_tokens=30)
+                    s.output = "Let me check the order."
+                with trajdebug.step("lookup_order", kind="tool", input={"order_id": "A1" + text.split("A1")[1][:2]}) as s:
+                    s.output = {"status": "delivered", "total": total}
+                with trajdebug.step("parse_amount", kind="parse", input={"total": total}) as s:
+                    if "," in total:
+                        raise ValueError(f"cannot read the amount {total!r}")
+                    s.output = {"amount": float(total)}
+        except ValueError:
+            pass
+    return ids

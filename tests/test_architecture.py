@@ -42,7 +42,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "trajdebug.core.redaction",
         "trajdebug.core.lifecycle",
     ),
-    ("trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions"),
+    ("trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions", "trajdebug.search"),
     ("trajdebug.sources.formats", "trajdebug.store"),
     ("trajdebug.analysis", "trajdebug.record", "trajdebug.sources.load"),
     ("trajdebug.report", "trajdebug.training", "trajdebug.marks", "trajdebug.answers"),

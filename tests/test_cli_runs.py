@@ -378,3 +378,69 @@ def test_a_run_id_no_run_has_is_an_error_listing_a_few_runs_and_the_command_list
     assert len(out.strip().splitlines()) == 1, out
     assert "no run 'zzz'; its runs, newest first: " in out and " more (`trajdebug runs " in out
     assert out.count("0a1b2c3d") + out.count("ff") >= 3
+
+
+def _shop(tmp_path: Path) -> tuple[Path, list[str]]:
+    from tests.builders import recorded_shop_store
+
+    store = tmp_path / "shop.db"
+    return store, recorded_shop_store(store)
+
+
+def _listed(*args: str) -> list[str]:
+    return [r["run_id"] for r in json.loads(invoke("runs", *args, "--json"))["runs"]]
+
+
+def test_runs_filters_by_tag_as_serve_does(tmp_path: Path) -> None:
+    """--tag takes an item of the tags list, a metadata key or key=value, as serve's tag box."""
+    store, (dan, eve1, eve2) = _shop(tmp_path)
+    assert _listed(str(store), "--tag", "refund") == [dan]
+    assert _listed(str(store), "--tag", "status") == [eve2, eve1]
+    assert _listed(str(store), "--tag", "channel=chat") == [eve2, eve1, dan]
+    assert _listed(str(store), "--tag", "staging") == [eve2]
+
+
+def test_runs_filters_by_user_and_serve_does_too(tmp_path: Path) -> None:
+    """--user eve lists eve's runs (metadata user_id); serve's `?user=eve` is no longer ignored."""
+    import urllib.request
+
+    from trajdebug.serve import Server
+
+    store, (_, eve1, eve2) = _shop(tmp_path)
+    assert _listed(str(store), "--user", "eve") == [eve2, eve1]
+    with Server(store, port=0) as srv, urllib.request.urlopen(srv.url.rstrip("/") + "/api/runs?user=eve") as res:
+        assert [r["run_id"] for r in json.loads(res.read())["runs"]] == [eve2, eve1]
+
+
+def test_runs_session_lists_its_turns_oldest_first(tmp_path: Path) -> None:
+    """--session s-eve-1 lists that session's two turns in the order they were taken."""
+    store, (_, eve1, eve2) = _shop(tmp_path)
+    assert _listed(str(store), "--session", "s-eve-1") == [eve1, eve2]
+
+
+def test_runs_name_is_a_substring_as_in_serve(tmp_path: Path) -> None:
+    """--name desk lists support-desk's runs (a substring, any case), where SQL LIKE listed none."""
+    store, ids = _shop(tmp_path)
+    assert sorted(_listed(str(store), "--name", "DESK")) == sorted(ids)
+    assert "contains" in invoke("runs", "--help")
+
+
+def test_runs_json_has_start_session_user_tokens_cost_and_reason(tmp_path: Path) -> None:
+    """Each run in --json has its start time, session, user, tags, tokens, cost and failure reason."""
+    store, (dan, _, _) = _shop(tmp_path)
+    (row,) = [r for r in json.loads(invoke("runs", str(store), "--json"))["runs"] if r["run_id"] == dan]
+    assert row["session"] == "s-dan-1" and row["user"] == "dan" and row["tags"] == ["prod", "refund"]
+    assert row["tokens"] == 150 and row["cost"] > 0 and row["started"][:2] == "20"
+    assert row["failure_reason"].startswith("ValueError: cannot read the amount")
+
+
+def test_runs_table_shows_the_failure_reason_and_the_totals(tmp_path: Path) -> None:
+    """The list shows why a run failed, its user and tokens; --totals ends with runs, failed, tokens and cost."""
+    store, _ = _shop(tmp_path)
+    out = invoke("runs", str(store), "--totals", "--limit", "1")
+    assert "ValueError: cannot read the amount" not in out.splitlines()[1]  # the newest run (eve's) passed
+    assert "total: 3 runs, 1 failed, 450 tokens, $" in out
+    out = invoke("runs", str(store), "--user", "dan")
+    assert "ValueError: cannot read the amount '1.299,00'" in out and " dan " in out and "150" in out
+    data = json.loads(invoke("runs", str(store), "--totals", "--json"))
+    assert data["totals"]["runs"] == 3 and data["totals"]["failed"] == 1 and data["totals"]["tokens"] == 450

@@ -313,3 +313,75 @@ class TestCommands:
         from trajdebug.cli import cli as main
 
         assert {"import", "export"} <= set(main.list_commands(click.Context(main)))
+
+
+class TestWhatPeersRead:
+    """The OpenInference attributes Phoenix and Langfuse read: tokens, cost, session, user, tags, metadata."""
+
+    @staticmethod
+    def _exported(tmp_path: Path) -> tuple[dict[str, Any], list[str]]:
+        from tests.builders import recorded_shop_store
+
+        from trajdebug.cli import cli
+
+        store = tmp_path / "shop.db"
+        ids = recorded_shop_store(store)
+        out = tmp_path / "shop.otlp.json"
+        result = CliRunner().invoke(cli, ["export", str(store), "-o", str(out)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(out.read_text()), ids
+
+    def test_llm_spans_carry_token_counts_and_cost_and_every_span_its_session_and_user(self, tmp_path: Path) -> None:
+        """An exported LLM call has llm.token_count.* and llm.cost.total; spans say session.id and user.id; the
+        top span tag.tags and metadata."""
+        doc, _ = self._exported(tmp_path)
+        spans = [sp for rs in doc["resourceSpans"] for sc in rs["scopeSpans"] for sp in sc["spans"]]
+        attrs = [{a["key"]: a["value"] for a in sp["attributes"]} for sp in spans]
+        llm = [a for a in attrs if a["openinference.span.kind"] == {"stringValue": "LLM"}]
+        assert llm and all(a["llm.token_count.prompt"] == {"intValue": "120"} for a in llm)
+        assert all(a["llm.token_count.total"] == {"intValue": "150"} and a["llm.cost.total"]["doubleValue"] > 0 for a in llm)
+        assert {a["session.id"]["stringValue"] for a in attrs} == {"s-dan-1", "s-eve-1"}
+        assert {a["user.id"]["stringValue"] for a in attrs} == {"dan", "eve"}
+        tagged = [a["tag.tags"]["arrayValue"]["values"] for a in attrs if "tag.tags" in a]
+        assert [{"stringValue": "prod"}, {"stringValue": "refund"}] in tagged
+        assert any(json.loads(a["metadata"]["stringValue"])["channel"] == "chat" for a in attrs if "metadata" in a)
+
+    def test_a_backend_reading_only_openinference_sees_tokens_cost_session_user_and_tags(self, tmp_path: Path) -> None:
+        """With trajdebug's own attributes taken out (what Phoenix or Langfuse read), the file still gives each
+        run its tokens, cost, session, user and tags."""
+        from trajdebug.usage import run_usage
+
+        doc, _ = self._exported(tmp_path)
+        for rs in doc["resourceSpans"]:
+            rs["resource"]["attributes"] = [a for a in rs["resource"]["attributes"] if not a["key"].startswith("trajdebug.")]
+            for sc in rs["scopeSpans"]:
+                for sp in sc["spans"]:
+                    sp["attributes"] = [a for a in sp["attributes"] if not a["key"].startswith("trajdebug.")]
+        from trajdebug.sources.load import load_runs
+
+        foreign = tmp_path / "as_phoenix_reads.json"
+        foreign.write_text(json.dumps(doc))
+        runs = sorted(load_runs(foreign, fmt="otlp"), key=lambda r: r.start_ns)
+        assert [(r.metadata["session"], r.metadata["user"]) for r in runs] == [
+            ("s-dan-1", "dan"), ("s-eve-1", "eve"), ("s-eve-1", "eve")
+        ]
+        assert [r.metadata["tags"] for r in runs] == [["prod", "refund"], ["prod", "status"], ["staging", "status"]]
+        usage = [run_usage(r) for r in runs]
+        assert [u.total_tokens for u in usage] == [150, 150, 150] and all(u.cost and u.cost > 0 for u in usage)
+
+    def test_export_then_import_keeps_tokens_cost_session_user_and_tags(self, tmp_path: Path) -> None:
+        """`export` then `import --from otlp` into a new store lists the same tokens, cost, session, user and tags."""
+        from trajdebug.cli import cli
+
+        self._exported(tmp_path)
+        back = tmp_path / "back.db"
+        runner = CliRunner()
+        result = runner.invoke(cli, ["import", str(tmp_path / "shop.otlp.json"), "--from", "otlp", "-o", str(back)])
+        assert result.exit_code == 0, result.output
+        rows = {}
+        for path in (tmp_path / "shop.db", back):
+            out = runner.invoke(cli, ["runs", str(path), "--json"], catch_exceptions=False).output
+            rows[path] = [
+                {k: r[k] for k in ("run_id", "tokens", "cost", "session", "user", "tags")} for r in json.loads(out)["runs"]
+            ]
+        assert rows[back] == rows[tmp_path / "shop.db"] and rows[back][0]["tokens"] == 150

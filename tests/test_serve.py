@@ -439,3 +439,31 @@ def test_compare_from_a_failed_run_picks_the_passing_run_given_the_same_input(tm
     assert "inputs differ" not in text
     assert f'value="{ids[("T-12", False)]}" selected' in text or f"{ids[('T-12', False)][:12]}" in text
     assert 'good: {"bike":"gravel"}' in text
+
+
+def test_a_run_and_a_mark_written_by_another_process_after_start_appear_on_the_next_request(tmp_path: Path) -> None:
+    """With serve up, a `trajdebug mark` and a run recorded by other processes show in the next /api/runs."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.builders import recorded_shop_store
+
+    store = tmp_path / "shop.db"
+    _, eve1, _ = recorded_shop_store(store)
+    record = (
+        "import trajdebug\n"
+        f"with trajdebug.run('smoke-check', store={str(store)!r}) as h, trajdebug.step('x', kind='tool') as s:\n"
+        "    s.output = 1\n"
+        "print(h.run_id)\n"
+    )
+    with Server(store, port=0) as srv:
+        api = srv.url.rstrip("/") + "/api/runs"
+        before = json.loads(_get(api)[1])["runs"]
+        assert len(before) == 3 and sum(r["outcome"] == "failure" for r in before) == 1
+        cmd = [sys.executable, "-m", "trajdebug", "mark", str(store), "--run", eve1[:10], "--failed", "told the wrong date"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        new = subprocess.run([sys.executable, "-c", record], check=True, capture_output=True, text=True).stdout.strip()
+        after = {r["run_id"]: r for r in json.loads(_get(api)[1])["runs"]}
+    assert new in after and len(after) == 4
+    assert after[eve1]["outcome"] == "failure" and after[eve1]["failure_reason"] == "told the wrong date"

@@ -1,4 +1,4 @@
-"""Sessions: the runs of one conversation or user session, in order.
+"""Sessions: the runs of one conversation or user session, in order; a run's user and tags, as lists filter them.
 
 A run belongs to a session when its metadata names one under ``session``:
 ``trajdebug.run(..., session="s-42")`` records it, and the importers and
@@ -33,6 +33,47 @@ def session_in(metadata: Mapping[str, Any] | None) -> str | None:
     if isinstance(v, bool) or v is None or v == "":
         return None
     return str(v) if isinstance(v, (str, int)) else None
+
+
+USER_KEYS = ("user", "user_id")
+"""The run metadata keys that name a run's user, first found wins: ``user`` is what the importers write
+(OpenInference ``user.id``), ``user_id`` what agents commonly pass in ``metadata``."""
+
+
+def user_in(metadata: Mapping[str, Any] | None) -> str | None:
+    """The user named in run metadata (`USER_KEYS`: a non-empty string or number), or None."""
+    for key in USER_KEYS:
+        v = (metadata or {}).get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and v != "":
+            return str(v)
+    return None
+
+
+def run_tags(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """A run's metadata as tags: ``key=value`` for each scalar value (and a mapping's ``name``), then the
+    items of a ``tags`` list; what the run lists filter by tag (`has_tag`)."""
+    out: list[str] = []
+    for key, value in metadata.items():
+        if isinstance(value, (str, int, float, bool)):
+            out.append(f"{key}={value}")
+        elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
+            out.append(f"{key}={value['name']}")
+    tags = metadata.get("tags")
+    if isinstance(tags, (list, tuple)):
+        out.extend(str(t) for t in tags if isinstance(t, (str, int, float)))
+    return tuple(out)
+
+
+def has_tag(tags: Iterable[str], want: str) -> bool:
+    """Whether ``want`` (``key=value``, a key, or an item of the ``tags`` list) is among a run's `run_tags`."""
+    want = want.strip()
+    return any(t == want or t.split("=", 1)[0] == want for t in tags)
+
+
+def listed_tags(metadata: Mapping[str, Any]) -> list[str]:
+    """The items of a run's ``tags`` list (what ``trajdebug.run(..., tags=[...])`` recorded)."""
+    tags = metadata.get("tags")
+    return [str(t) for t in tags if isinstance(t, (str, int, float))] if isinstance(tags, (list, tuple)) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,4 +130,16 @@ def earlier_in_session(run: Run, pool: Iterable[Run]) -> list[Run]:
     )
 
 
-__all__ = ["SESSION_KEY", "Session", "earlier_in_session", "group_sessions", "session_in", "session_of"]
+__all__ = [
+    "SESSION_KEY",
+    "USER_KEYS",
+    "Session",
+    "earlier_in_session",
+    "group_sessions",
+    "has_tag",
+    "listed_tags",
+    "run_tags",
+    "session_in",
+    "session_of",
+    "user_in",
+]

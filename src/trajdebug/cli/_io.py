@@ -296,7 +296,9 @@ def export_cmd(
 ) -> None:
     """Export runs as OTLP/JSON spans, to open them in any OpenTelemetry backend.
 
-    Each run is a trace and each step a span (OpenInference attributes);
+    Each run is a trace and each step a span (OpenInference attributes:
+    Phoenix and Langfuse show each LLM call's tokens and cost, and each run's
+    session, user, tags and metadata; docs/importers.md, "Export");
     dependencies are span links and error lifecycle stages are span events.
     `trajdebug import` reads the file back to the same runs.
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,7 +14,6 @@ from trajdebug.cli._common import (
     emit_json,
     fail,
     fmt_option,
-    is_derived,
     json_option,
     latest_original,
     load_source,
@@ -21,6 +22,11 @@ from trajdebug.cli._common import (
     store_path,
 )
 from trajdebug.core.model import Run
+
+
+if TYPE_CHECKING:
+    from trajdebug.search import StepMatch
+    from trajdebug.store import RunSummary
 
 
 @click.command(name="runs")
@@ -32,12 +38,36 @@ from trajdebug.core.model import Run
 @click.option(
     "--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome."
 )
-@click.option("--name", metavar="PATTERN", help="Only runs whose name matches (SQL LIKE: % and _).")
+@click.option(
+    "--name",
+    metavar="TEXT",
+    help="Only runs whose name contains TEXT (any case), as serve's name box: `--name desk` lists support-desk.",
+)
+@click.option(
+    "--tag",
+    metavar="TAG",
+    help="Only runs with this tag, as serve's tag box: an item of the run's tags list (prod), a metadata key "
+    "(channel) or key=value (channel=chat).",
+)
+@click.option("--user", metavar="USER", help="Only runs of this user (metadata user, else user_id).")
+@click.option("--session", metavar="ID", help="Only runs of this session (metadata session), oldest first.")
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many runs."
 )
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list replays and reference runs (hidden by default)."
+)
+@click.option(
+    "--search",
+    metavar="TEXT",
+    help="Only runs holding every word of TEXT (any case) in a step's input, output or error, a step name or "
+    "the run's name; each run says which steps matched.  Values are searched as stored: a redacted secret "
+    "is never found by its value.",
+)
+@click.option(
+    "--totals",
+    is_flag=True,
+    help="End with a line of totals over every run the filters keep (--limit aside): runs, failed, tokens, cost.",
 )
 @json_option
 def runs_cmd(
@@ -46,112 +76,137 @@ def runs_cmd(
     fmt: str | None,
     outcome: str | None,
     name: str | None,
+    tag: str | None,
+    user: str | None,
+    session: str | None,
     limit: int,
     show_all: bool,
+    search: str | None,
+    totals: bool,
     as_json: bool,
 ) -> None:
     """List the runs of SOURCE, newest first.
 
-    SOURCE is a store, a trajdebug JSONL file or a foreign trace, as for every
+    Each run with when it started, its outcome and why it failed, its
+    session, user, LLM tokens and cost.  SOURCE is a store, a trajdebug JSONL file or a foreign trace, as for every
     other command (default: $TRAJDEBUG_STORE or ./trajdebug.db; --store is the
     same).  Replays and reference runs that verification recorded are hidden
     unless --all is given.  A run the recorder lost records of (dropped under
     load, unwritable, finished after the run ended) shows how many next to its
-    outcome.
+    outcome.  The filters are the web UI's (`trajdebug serve`): --name is a
+    substring, --tag a tag, key or key=value; --json gives every column.
 
     \b
     Example:
         trajdebug runs meeting.db --outcome failure
+        trajdebug runs support.db --tag refund --user dan --totals
+        trajdebug runs support.db --search "A103 laptop"
     """
     from pathlib import Path
 
-    from trajdebug.store import Store, StoreError, is_store
+    from trajdebug.store import StoreError, is_store
 
     if source and store and Path(source) != Path(store):
         raise fail(f"two sources given: {source} and --store {store}; give one")
     path = store_path(source or store)
     if not Path(path).exists():
         raise fail(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
+    f = _Filters(outcome, name, tag, user, session, search, show_all)
     if fmt not in (None, "store") or not is_store(path):
         if fmt == "store":
             raise fail(f"{path}: not a trajdebug store")
-        rows, hidden = _summaries(load_source(path, None, fmt), outcome, name, limit, show_all)
+        picked = _pick(_file_candidates(load_source(path, None, fmt)), f, limit, totals)
     else:
         try:
-            with Store(path, readonly=True) as st:
-                rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
-                hidden = 0
-                if not show_all:
-                    hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
-                        outcome=outcome, name=name, derived=False
-                    )
+            picked = _from_store(path, f, limit, totals)
         except StoreError as exc:
             raise fail(str(exc)) from None
     if as_json:
-        emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
+        data = {"store": path, "runs": [_row_dict(r) for r in picked.rows], "hidden": picked.hidden}
+        if totals:
+            data["totals"] = picked.totals
+        emit_json(data)
         return
-    _print_runs(rows, hidden)
+    _print_runs(picked)
 
 
-def _print_runs(rows: list[Any], hidden: int) -> None:
-    """The runs as a terminal table, with what is hidden and why."""
-    from rich.table import Table
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    """What `runs` keeps: the columns of its ``runs`` row first (cheap), then what needs the run read."""
 
-    from trajdebug.core.escape import markup as escape
-    from trajdebug.report.text import fmt_duration
+    outcome: str | None
+    name: str | None
+    tag: str | None
+    user: str | None
+    session: str | None
+    search: str | None
+    show_all: bool
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("run", "name", "outcome", "steps", "errors", "time", "note"):
-        table.add_column(col, no_wrap=col not in ("name", "note"), overflow="ellipsis")
-    style = {"success": "green", "failure": "red", "incomplete": "yellow"}
-    for r in rows:
-        dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
-        table.add_row(
-            escape(r.run_id[:12]),
-            escape(r.name),
-            f"[{'yellow' if r.lost else style.get(r.outcome, 'white')}]{escape(r.outcome)}"
-            + (f", {r.lost:,} lost" if r.lost else "")
-            + "[/]",
-            str(r.steps),
-            str(r.errors),
-            fmt_duration(dur),
-            escape(r.note or ""),
-        )
-    out = console()
-    out.print(table)
-    if not rows:
-        out.print("no runs", style="dim")
-    if hidden:
-        out.print(
-            f"{hidden} more run{'s' if hidden != 1 else ''} hidden: replays and reference runs (--all lists them)",
-            style="dim",
-        )
+    def keeps_row(self, s: RunSummary) -> bool:
+        """The outcome, the name (a substring, any case) and replays and reference runs."""
+        if self.outcome is not None and s.outcome != self.outcome:
+            return False
+        if self.name is not None and self.name.lower() not in s.name.lower():
+            return False
+        return self.show_all or not _derived_note(s.note)
+
+    @property
+    def reads_runs(self) -> bool:
+        """Whether a filter needs each run's metadata or values (the ``runs`` row does not hold them)."""
+        return any(v is not None for v in (self.tag, self.user, self.session, self.search))
 
 
-def _summaries(
-    runs: list[Run], outcome: str | None, name: str | None, limit: int, show_all: bool
-) -> tuple[list[Any], int]:
-    """`Store.list_runs` for a file: the runs' summaries, newest first, filtered the same way, and how
-    many replays and reference runs were left out."""
-    import re
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One listed run: its ``runs`` row, its session, user, tags, usage and, after a search, its matched steps."""
 
+    summary: RunSummary
+    session: str | None
+    user: str | None
+    tags: tuple[str, ...]
+    tokens: int | None
+    cost: float | None
+    matched: tuple[StepMatch, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Picked:
+    rows: list[_Row]
+    hidden: int
+    totals: dict[str, Any] | None
+    """Over every run the filters keep: runs, failed, tokens, cost (None unless asked)."""
+
+
+def _derived_note(note: str | None) -> bool:
+    """Whether a ``runs`` row's note says it is a replay or a reference run (`trajdebug.store.run_note`)."""
+    return bool(note) and (str(note).startswith("replay of ") or str(note).startswith("reference for "))
+
+
+def _from_store(path: str, f: _Filters, limit: int, totals: bool) -> _Picked:
+    """The runs of a store the filters keep: its ``runs`` rows filtered first, each kept run then read once."""
+    from trajdebug.store import Store
+
+    with Store(path, readonly=True) as st:
+        summaries = st.list_runs()
+
+        def load(rid: str) -> Run | None:
+            try:
+                return st.load_run(rid)
+            except KeyError:
+                return None  # gone since it was listed
+
+        return _pick(((s, functools.partial(load, s.run_id)) for s in summaries), f, limit, totals)
+
+
+def _file_candidates(runs: list[Run]) -> Iterator[tuple[RunSummary, Callable[[], Run | None]]]:
+    """A file's runs as `Store.list_runs` rows (newest first, among equal starts the later first), each with
+    its run."""
     from trajdebug.core.schema import RECORDER_KEY, lost_in
     from trajdebug.store import RunSummary, run_note
 
-    pattern = None
-    if name is not None:
-        # SQL LIKE, as the store reads --name: % any run of characters, _ one character, no case.
-        like = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in name)
-        pattern = re.compile(like, re.IGNORECASE | re.DOTALL)
-    picked = [
-        r
-        for r in runs
-        if (outcome is None or r.outcome == outcome) and (pattern is None or pattern.fullmatch(r.name))
-    ]
-    shown = picked if show_all else [r for r in picked if not is_derived(r)]
-    shown.sort(key=lambda r: r.start_ns, reverse=True)
-    rows = [
-        RunSummary(
+    ordered = [r for _, r in sorted(enumerate(runs), key=lambda p: (p[1].start_ns, p[0]), reverse=True)]
+    for r in ordered:
+        summary = RunSummary(
             r.run_id,
             r.name,
             r.start_ns,
@@ -163,9 +218,156 @@ def _summaries(
             run_note(r.metadata),
             lost_in(r.metadata.get(RECORDER_KEY)),
         )
-        for r in shown[:limit]
-    ]
-    return rows, len(picked) - len(shown)
+        yield summary, functools.partial(_same, r)
+
+
+def _same(run: Run) -> Run | None:
+    return run
+
+
+def _pick(
+    candidates: Iterable[tuple[RunSummary, Callable[[], Run | None]]], f: _Filters, limit: int, totals: bool
+) -> _Picked:
+    """The newest ``limit`` runs the filters keep (a session's oldest first), how many replays and reference runs
+    were left out, and the totals over every run kept."""
+    from trajdebug.search import search_run
+    from trajdebug.sessions import has_tag, listed_tags, run_tags, session_in, user_in
+    from trajdebug.usage import default_prices, run_usage
+
+    prices = default_prices()
+    rows: list[_Row] = []
+    hidden = 0
+    count = failed = tokens = 0
+    cost: float | None = None
+    for summary, load in candidates:
+        if not f.keeps_row(summary):
+            # Replays and reference runs left out are counted when nothing else would have to be read to tell.
+            hidden += int(not f.show_all and not f.reads_runs and f.keeps_row(_as_original(summary)))
+            continue
+        if len(rows) >= limit and not totals and not f.session:
+            continue  # enough runs: what is left only counts toward the hidden ones
+        run = load()
+        if run is None:
+            continue
+        md = run.metadata
+        if (f.tag and not has_tag(run_tags(md), f.tag)) or (f.user is not None and user_in(md) != f.user):
+            continue
+        if f.session is not None and session_in(md) != f.session:
+            continue
+        matched = search_run(run, f.search) if f.search is not None else None
+        if f.search is not None and matched is None:
+            continue
+        usage = run_usage(run, prices)
+        count += 1
+        failed += run.outcome == "failure"
+        tokens += usage.total_tokens or 0
+        cost = cost if usage.cost is None else (cost or 0.0) + usage.cost
+        rows.append(
+            _Row(summary, session_in(md), user_in(md), tuple(listed_tags(md)), usage.total_tokens, usage.cost, matched)
+        )
+    if f.session is not None:
+        # A session reads as a conversation: its turns in order, the newest ``limit`` of them.
+        rows = sorted(rows[:limit], key=lambda r: (r.summary.start_ns or 0, r.summary.run_id))
+    summed = {"runs": count, "failed": failed, "tokens": tokens, "cost": cost} if totals else None
+    return _Picked(rows[:limit], hidden, summed)
+
+
+def _as_original(s: RunSummary) -> RunSummary:
+    from dataclasses import replace
+
+    return replace(s, note=None)
+
+
+def _row_dict(r: _Row) -> dict[str, Any]:
+    """A listed run as JSON: the ``runs`` row and every column the table shows, and the matched steps."""
+    d = r.summary.to_dict()
+    d.update(
+        {
+            "started": _started(r.summary.start_ns),
+            "session": r.session,
+            "user": r.user,
+            "tags": list(r.tags),
+            "tokens": r.tokens,
+            "cost": r.cost,
+        }
+    )
+    if r.matched is not None:
+        d["matched"] = [m.to_dict() for m in r.matched]
+    return d
+
+
+def _started(ns: int | None) -> str:
+    """A start time in local time, to the second (what a person reads as "when")."""
+    from datetime import datetime
+
+    return "" if ns is None else datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_runs(picked: _Picked) -> None:
+    """The runs as a terminal table, with what is hidden and why; after a search, the steps that matched; the
+    totals when asked."""
+    from rich.table import Table
+
+    from trajdebug.core.escape import markup as escape
+    from trajdebug.report.text import fmt_duration
+    from trajdebug.usage import format_cost, format_tokens
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("run", "name", "started", "outcome", "steps", "duration", "tokens", "cost", "session", "user", "why / note"):
+        table.add_column(col, no_wrap=col not in ("name", "why / note"), overflow="ellipsis")
+    style = {"success": "green", "failure": "red", "incomplete": "yellow"}
+    for row in picked.rows:
+        r = row.summary
+        dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
+        why = "; ".join(x for x in (r.failure_reason, r.note) if x)
+        table.add_row(
+            escape(r.run_id[:12]),
+            escape(r.name),
+            _started(r.start_ns)[5:],
+            f"[{'yellow' if r.lost else style.get(r.outcome, 'white')}]{escape(r.outcome)}"
+            + (f", {r.lost:,} lost" if r.lost else "")
+            + "[/]",
+            str(r.steps) + (f" ({r.errors} err)" if r.errors else ""),
+            fmt_duration(dur),
+            format_tokens(row.tokens),
+            format_cost(row.cost),
+            escape(row.session or ""),
+            escape(row.user or ""),
+            escape(why),
+        )
+    out = console()
+    if not out.is_terminal:
+        # Piped (a file, grep, a pager), the table is as wide as its values: no column is cut to 80.
+        out.width = 1000
+    out.print(table)
+    if any(row.matched for row in picked.rows):
+        # A matched value stays on one line, whole, when piped (for grep), as `show` prints values.
+        _print_found(console(unwrapped_piped=True), picked.rows)
+    if not picked.rows:
+        out.print("no runs", style="dim")
+    if picked.hidden:
+        n = picked.hidden
+        out.print(f"{n} more run{'s' if n != 1 else ''} hidden: replays and reference runs (--all lists them)", style="dim")
+    if picked.totals is not None:
+        t = picked.totals
+        tok = f", {format_tokens(t['tokens'])} tokens" if t["tokens"] else ""
+        cost = f", {format_cost(t['cost'])}" if t["cost"] is not None else ""
+        console(unwrapped_piped=True).print(
+            f"total: {t['runs']:,} run{'s' if t['runs'] != 1 else ''}, {t['failed']:,} failed{tok}{cost}", markup=False
+        )
+
+
+def _print_found(out: Any, rows: list[_Row]) -> None:
+    """Where the search matched in each listed run: step, place (input, output, error) and the text around it."""
+    from trajdebug.core.escape import visible
+
+    out.print()
+    for row in rows:
+        hits = row.matched or ()
+        n = len(hits)
+        out.print(f"run {visible(row.summary.run_id[:12])}: {n} step{'s' if n != 1 else ''} matched", markup=False)
+        for m in hits:
+            out.print(f"  {visible(m.name)}#{visible(m.step_id[-6:])} ({m.where}): {visible(m.excerpt)}", markup=False)
 
 
 @click.command(name="show")

@@ -81,6 +81,7 @@ def query_from(params: Any) -> Query:
         raise BadQuery(f"order: {order!r} is not asc or desc")
     return Query(
         session=params.get("session") or None,
+        user=params.get("user") or None,
         sort=sort,
         descending=order == "desc",
         outcome=outcome,
@@ -235,6 +236,7 @@ class _Pages:
         return self.page(
             "runs.html",
             entries=entries,
+            matched={e.run_id: self.catalog.matched(e.run_id, q.text) for e in entries} if q.text else {},
             q=params,
             hidden=0 if q.derived else self.catalog.hidden(),
             sort_links=_sort_links(params, q),
@@ -291,6 +293,8 @@ class _Pages:
             d["duration"] = _duration(e)
             d["tokens_text"] = format_tokens(e.tokens)
             d["cost_text"] = format_cost(e.cost)
+            if q.text:
+                d["matched"] = [m.to_dict() for m in self.catalog.matched(e.run_id, q.text)]
             rows.append(d)
         return JSONResponse({"runs": rows, "hidden": 0 if q.derived else self.catalog.hidden()})
 

@@ -5,7 +5,9 @@ what changed on every query (a new run, a run that gained steps or ended)
 and loads only those runs, so runs recorded while the server is up appear
 on the next request; over a file it reloads when the file's size or
 modification time changes.  Each run is indexed once per version: its
-metadata as tags, its step names and error messages for full-text search,
+metadata as tags, its step names, inputs, outputs and error messages for
+full-text search (`trajdebug.search`: values as stored, so a redacted secret
+is never found by its value; `Catalog.matched` names the steps that match),
 and, for a failed run, the names of its top root causes (the analysis is
 kept for the run page).
 
@@ -28,7 +30,8 @@ from typing import Any
 from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
-from trajdebug.sessions import Session, group_sessions, session_of
+from trajdebug.search import StepMatch, search_run, value_text
+from trajdebug.sessions import Session, group_sessions, has_tag, run_tags, session_of, user_in
 from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
 from trajdebug.usage import default_prices, run_usage
@@ -65,13 +68,15 @@ class RunEntry:
     causes: tuple[str, ...]
     """Names of the top root-cause steps (failed runs only)."""
     text: str
-    """Lower-cased run name, step names, error types and messages: what full-text search reads."""
+    """Lower-cased run name, step names, inputs, outputs, error types and messages: what full-text search reads."""
     tokens: int | None = None
     """Tokens of the run's LLM calls (`trajdebug.usage`), None when none are stated."""
     cost: float | None = None
     """Cost of the run's LLM calls in US dollars, None when unknown."""
     session: str | None = None
     """The session the run belongs to (`trajdebug.sessions`)."""
+    user: str | None = None
+    """The run's user (`trajdebug.sessions.user_in`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the text index left out)."""
@@ -90,6 +95,7 @@ class RunEntry:
             "tokens": self.tokens,
             "cost": self.cost,
             "session": self.session,
+            "user": self.user,
         }
 
 
@@ -110,11 +116,13 @@ class Query:
     cause: str | None = None
     """A root-cause step's name contains this (case-insensitive)."""
     text: str | None = None
-    """Every word occurs in the run's step names, error messages or name."""
+    """Every word occurs in the run's name, step names, step inputs, outputs or errors (`trajdebug.search`)."""
     derived: bool = False
     """Also replays and reference runs."""
     session: str | None = None
     """Only the runs of this session."""
+    user: str | None = None
+    """Only the runs of this user (`trajdebug.sessions.user_in`)."""
     sort: str = "started"
     """The column to sort by (`SORT_KEYS`)."""
     descending: bool = True
@@ -144,19 +152,6 @@ def _derived(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _tags(metadata: Mapping[str, Any]) -> tuple[str, ...]:
-    out: list[str] = []
-    for key, value in metadata.items():
-        if isinstance(value, (str, int, float, bool)):
-            out.append(f"{key}={value}")
-        elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
-            out.append(f"{key}={value['name']}")
-    tags = metadata.get("tags")
-    if isinstance(tags, (list, tuple)):
-        out.extend(str(t) for t in tags if isinstance(t, (str, int, float)))
-    return tuple(out)
-
-
 def _matches(e: RunEntry, q: Query) -> bool:
     if not q.derived and e.derived:
         return False
@@ -168,10 +163,10 @@ def _matches(e: RunEntry, q: Query) -> bool:
         return False
     if q.until_ns is not None and e.start_ns > q.until_ns:
         return False
-    if q.tag:
-        want = q.tag.strip()
-        if not any(t == want or t.split("=", 1)[0] == want for t in e.tags):
-            return False
+    if q.tag and not has_tag(e.tags, q.tag):
+        return False
+    if q.user is not None and e.user != q.user:
+        return False
     if q.session is not None and e.session != q.session:
         return False
     if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
@@ -282,6 +277,8 @@ class Catalog:
         words += [s.name for s in run.steps]
         words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
         words += [f"{e.type} {e.message}" for e in run.errors]
+        # The same values `search_run` reads, so the index and the steps it names agree.
+        words += [value_text(v) for s in run.steps for v in (s.input, s.output)]
         usage = run_usage(run, self._prices)
         return RunEntry(
             run_id=run.run_id,
@@ -293,7 +290,8 @@ class Catalog:
             errors=len(run.errors),
             failure_reason=run.failure_reason,
             derived=_derived(run.metadata),
-            tags=_tags(run.metadata),
+            tags=run_tags(run.metadata),
+            user=user_in(run.metadata),
             causes=causes,
             text="\n".join(words).lower(),
             tokens=usage.total_tokens,
@@ -387,6 +385,12 @@ class Catalog:
         run = self.run(run_id)
         with self._lock:
             return self._analyze(run)
+
+    def matched(self, run_id: str, text: str) -> tuple[StepMatch, ...]:
+        """The steps of a run whose input, output or error holds a word of a search (`trajdebug.search`)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+        return () if run is None else search_run(run, text) or ()
 
     def runs(self, ids: Iterable[str] | None = None) -> list[Run]:
         """The runs (all, or these ids), oldest first."""

@@ -32,6 +32,13 @@
     chip.textContent = r.outcome;
     outcome.appendChild(chip);
     const note = cell("", "note");
+    for (const m of (r.matched || []).slice(0, 3)) {
+      // Which step the search found, and where: the text around the match.
+      const s = document.createElement("span");
+      s.className = "matched";
+      s.textContent = m.name + " (" + m.where + "): " + m.excerpt.slice(0, 60);
+      note.append(s, " · ");
+    }
     if (r.derived) {
       const d = document.createElement("span");
       d.className = "derived";

@@ -7,7 +7,12 @@ Each run becomes one trace (one ``resourceSpans`` entry), each step one span:
   in ``trajdebug.step.id`` / ``trajdebug.run.id``;
 - OpenInference attributes (``openinference.span.kind``, ``input.value``,
   ``output.value``, ``agent.name``, ``llm.model_name``, ``tool.id``) so LLM
-  backends (Phoenix, Langfuse) render the steps;
+  backends (Phoenix, Langfuse) render the steps, and what they show of a run
+  and its calls: ``llm.token_count.prompt`` / ``.completion`` / ``.total`` and
+  ``llm.cost.total`` on each LLM call (the cost `trajdebug.usage` states or
+  prices), ``session.id`` and ``user.id`` on every span, ``tag.tags`` and the
+  run's ``metadata`` (a JSON object) on its top spans, as OpenInference's
+  instrumentations write them;
 - dependencies as span links, carrying kind, origin and confidence;
 - errors as OTel ``exception`` events and status ERROR; each lifecycle stage
   as a ``trajdebug.error.<stage>`` event on the step where it happened.
@@ -184,6 +189,39 @@ def resource_attributes(run: Run) -> list[dict[str, Any]]:
     )
 
 
+def _run_context(run: Run, *, top: bool) -> dict[str, Any]:
+    """The OpenInference attributes that say whose a span is: ``session.id`` and ``user.id`` on every span (a
+    backend groups sessions and users by any span), ``tag.tags`` and ``metadata`` on the top spans (Phoenix and
+    Langfuse show a trace's tags and metadata from its root).  trajdebug's own import reads the run from its
+    ``trajdebug.*`` attributes and leaves these aside, so a round trip is unchanged."""
+    from trajdebug.core.codec import dumps_str
+    from trajdebug.sessions import listed_tags, session_in, user_in
+
+    md = run.metadata
+    out: dict[str, Any] = {"session.id": session_in(md), "user.id": user_in(md)}
+    if top:
+        tags = listed_tags(md)
+        out["tag.tags"] = tags or None
+        out["metadata"] = dumps_str(dict(md)) if md else None
+    return out
+
+
+def _token_counts(s: Step) -> dict[str, Any]:
+    """An LLM step's tokens and cost as OpenInference names them (``llm.token_count.*``, ``llm.cost.total``):
+    the counts it states, the cost it states or the price table's (`trajdebug.usage.step_usage`)."""
+    from trajdebug.usage import step_usage
+
+    u = step_usage(s)
+    if u is None:
+        return {}
+    return {
+        "llm.token_count.prompt": u.prompt_tokens,
+        "llm.token_count.completion": u.completion_tokens,
+        "llm.token_count.total": u.total_tokens,
+        "llm.cost.total": u.cost,
+    }
+
+
 def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         "openinference.span.kind": _OPENINFERENCE_KIND.get(s.kind, "CHAIN"),
@@ -198,10 +236,13 @@ def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> 
         **_io(s.input, "input"),
         **_io(s.output, "output"),
     }
+    attrs.update(_run_context(run, top=s.parent_id is None))
     a = s.attributes
     model = a.get("llm.model", a.get("model"))  # the chat convention's key, or a recorder's own
     if s.kind == "llm" and isinstance(model, str):
         attrs["llm.model_name"] = model
+    if s.kind == "llm":
+        attrs.update(_token_counts(s))
     if s.kind == "tool":
         attrs["tool.name"] = s.name
         if a.get("tool_call_id") is not None:
