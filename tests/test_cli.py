@@ -673,3 +673,23 @@ def test_analyze_of_a_source_where_no_run_failed_says_why_and_exits_0_as_run_on_
     assert one.exit_code == 0 and "no run failed" not in one.stderr
     flat = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
     assert "Exit status: 0 when the runs were analyzed, whatever was found" in flat
+
+
+def test_no_command_wraps_or_cuts_its_text_when_piped(tmp_path: Path) -> None:
+    """Piped, every command prints each line whole: `show` keeps a model call's cost at the end of its line,
+    `mark` and `fleet` keep a reason longer than 80 columns on one line (nu64b: `show` cut the cost off with
+    ``…``, `mark` and `fleet` wrapped at 80)."""
+    src = tmp_path / "s.db"
+    reason = "did not explain why the refund was refused although the customer asked twice"
+    for i in range(3):
+        with trajdebug.run("support-desk-with-a-rather-long-agent-name", store=str(src)) as run:
+            with trajdebug.step("classify_the_customers_intent_carefully", kind="llm", input={"i": i}) as s:
+                s.usage(model="gpt-4o-mini-2024-07-18", prompt_tokens=123_456, completion_tokens=54_321, cost=1.5)
+                s.output = {"intent": "refund"}
+    out = CliRunner().invoke(cli, ["show", str(src), "--run", run.run_id], catch_exceptions=False).output
+    [line] = [x for x in out.splitlines() if "classify_the_customers_intent_carefully#" in x]
+    assert line.endswith("$1.50") and "…" not in out
+    out = CliRunner().invoke(cli, ["mark", str(src), "--run", run.run_id, "--failed", reason], catch_exceptions=False)
+    assert any(reason in x for x in out.output.splitlines()), out.output
+    out = CliRunner().invoke(cli, ["fleet", str(src)], catch_exceptions=False)
+    assert any(reason in x for x in out.output.splitlines()), out.output
