@@ -682,10 +682,12 @@ def test_no_command_wraps_or_cuts_its_text_when_piped(tmp_path: Path) -> None:
     src = tmp_path / "s.db"
     reason = "did not explain why the refund was refused although the customer asked twice"
     for i in range(3):
-        with trajdebug.run("support-desk-with-a-rather-long-agent-name", store=str(src)) as run:
-            with trajdebug.step("classify_the_customers_intent_carefully", kind="llm", input={"i": i}) as s:
-                s.usage(model="gpt-4o-mini-2024-07-18", prompt_tokens=123_456, completion_tokens=54_321, cost=1.5)
-                s.output = {"intent": "refund"}
+        with (
+            trajdebug.run("support-desk-with-a-rather-long-agent-name", store=str(src)) as run,
+            trajdebug.step("classify_the_customers_intent_carefully", kind="llm", input={"i": i}) as s,
+        ):
+            s.usage(model="gpt-4o-mini-2024-07-18", prompt_tokens=123_456, completion_tokens=54_321, cost=1.5)
+            s.output = {"intent": "refund"}
     out = CliRunner().invoke(cli, ["show", str(src), "--run", run.run_id], catch_exceptions=False).output
     [line] = [x for x in out.splitlines() if "classify_the_customers_intent_carefully#" in x]
     assert line.endswith("$1.50") and "…" not in out
