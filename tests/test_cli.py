@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -695,3 +696,24 @@ def test_no_command_wraps_or_cuts_its_text_when_piped(tmp_path: Path) -> None:
     assert any(reason in x for x in out.output.splitlines()), out.output
     out = CliRunner().invoke(cli, ["fleet", str(src)], catch_exceptions=False)
     assert any(reason in x for x in out.output.splitlines()), out.output
+
+
+def test_show_of_a_failed_run_with_no_step_cut_short_does_not_load_the_analysis(tmp_path: Path) -> None:
+    """`show --run` of a run that failed on a raised error, where no step ends empty after it, prints the tree
+    without importing the analysis (nu64b: most of what `show` cost on a failed run)."""
+    src = tmp_path / "s.db"
+    with trajdebug.run("pay", store=str(src)) as run:
+        with trajdebug.step("plan", kind="llm", input={"q": "refund A103"}) as s:
+            s.output = {"amount": "1.299,00"}
+        with pytest.raises(ValueError), trajdebug.step("pay", kind="tool", input=s.output):
+            raise ValueError("refund 129900.0 EUR exceeds the limit")
+        run.fail("refund refused")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom trajdebug.cli import cli\n"
+        f"out = CliRunner().invoke(cli, ['show', {str(src)!r}, '--run', {run.run_id!r}]).output\n"
+        "print(sorted(m for m in sys.modules if m.startswith('trajdebug.analysis')))\nprint(out)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}  # this checkout's code
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.splitlines()[0] == "[]", out[-2000:]
+    assert "pay#" in out and "refund refused" in out

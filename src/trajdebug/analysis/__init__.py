@@ -26,7 +26,15 @@ from trajdebug.analysis._guided_result import (
 )
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
-from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
+from trajdebug.analysis._pipeline import (
+    STAGES,
+    Analysis,
+    analyses_to_dict,
+    analyze,
+    analyzed_run,
+    insert_stage,
+    run_stages,
+)
 from trajdebug.analysis._state import AnalysisState, Options, Stage
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.features import features
@@ -66,6 +74,7 @@ __all__ = [
     "Model",
     "analyses_to_dict",
     "analyze",
+    "analyzed_run",
     "PROVED",
     "SET_ASIDE",
     "SINGLED_OUT",
