@@ -237,9 +237,7 @@ class Alignment:
         if self.good.outcome == "success" and self.bad.outcome == "failure":
             return "the passing run", "the failing run"
         said = {"success": "passed", "failure": "failed"}
-        return tuple(  # type: ignore[return-value]
-            f"{arg} ({said.get(r.outcome, r.outcome)})" for arg, r in (("GOOD", self.good), ("BAD", self.bad))
-        )
+        return f"GOOD ({said.get(self.good.outcome, self.good.outcome)})", f"BAD ({said.get(self.bad.outcome, self.bad.outcome)})"
 
     @property
     def differences(self) -> list[Pair]:
