@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -690,3 +691,46 @@ def test_analyze_json_names_the_run_of_each_root_cause(demo_store: Path) -> None
     for entry in json.loads(result.stdout)["runs"]:
         assert entry["root_causes"]
         assert all((c["run_id"], c["earlier_turn"]) == (entry["run_id"], False) for c in entry["root_causes"])
+
+
+def test_no_command_wraps_or_cuts_its_text_when_piped(tmp_path: Path) -> None:
+    """Piped, every command prints each line whole: `show` keeps a model call's cost at the end of its line,
+    `mark` and `fleet` keep a reason longer than 80 columns on one line (nu64b: `show` cut the cost off with
+    ``…``, `mark` and `fleet` wrapped at 80)."""
+    src = tmp_path / "s.db"
+    reason = "did not explain why the refund was refused although the customer asked twice"
+    for i in range(3):
+        with (
+            trajdebug.run("support-desk-with-a-rather-long-agent-name", store=str(src)) as run,
+            trajdebug.step("classify_the_customers_intent_carefully", kind="llm", input={"i": i}) as s,
+        ):
+            s.usage(model="gpt-4o-mini-2024-07-18", prompt_tokens=123_456, completion_tokens=54_321, cost=1.5)
+            s.output = {"intent": "refund"}
+    out = CliRunner().invoke(cli, ["show", str(src), "--run", run.run_id], catch_exceptions=False).output
+    [line] = [x for x in out.splitlines() if "classify_the_customers_intent_carefully#" in x]
+    assert line.endswith("$1.50") and "…" not in out
+    out = CliRunner().invoke(cli, ["mark", str(src), "--run", run.run_id, "--failed", reason], catch_exceptions=False)
+    assert any(reason in x for x in out.output.splitlines()), out.output
+    out = CliRunner().invoke(cli, ["fleet", str(src)], catch_exceptions=False)
+    assert any(reason in x for x in out.output.splitlines()), out.output
+
+
+def test_show_of_a_failed_run_with_no_step_cut_short_does_not_load_the_analysis(tmp_path: Path) -> None:
+    """`show --run` of a run that failed on a raised error, where no step ends empty after it, prints the tree
+    without importing the analysis (nu64b: most of what `show` cost on a failed run)."""
+    src = tmp_path / "s.db"
+    with trajdebug.run("pay", store=str(src)) as run:
+        with trajdebug.step("plan", kind="llm", input={"q": "refund A103"}) as s:
+            s.output = {"amount": "1.299,00"}
+        with pytest.raises(ValueError), trajdebug.step("pay", kind="tool", input=s.output):
+            raise ValueError("refund 129900.0 EUR exceeds the limit")
+        run.fail("refund refused")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom trajdebug.cli import cli\n"
+        f"out = CliRunner().invoke(cli, ['show', {str(src)!r}, '--run', {run.run_id!r}]).output\n"
+        "print(sorted(m for m in sys.modules if m.startswith('trajdebug.analysis')))\nprint(out)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}  # this checkout's code
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.splitlines()[0] == "[]", out[-2000:]
+    assert "pay#" in out and "refund refused" in out

@@ -324,7 +324,7 @@ def test_show_step_shows_the_recorded_step_when_the_analysis_cannot_read_the_run
     def broken(*_args: object, **_kwargs: object) -> object:
         raise RuntimeError("cannot read this run")
 
-    monkeypatch.setattr(analysis_pkg, "analyze", broken)
+    monkeypatch.setattr(analysis_pkg, "analyzed_run", broken)  # what `show --step` reads the edges with
     result = CliRunner().invoke(cli, ["show", str(path), "--step", "call_model"])
     assert result.exit_code == 0, result.output
     assert "← receive#s1" in result.stdout and "list_tickets#s2 (data, inferred" not in result.stdout

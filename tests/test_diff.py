@@ -1142,3 +1142,49 @@ def test_downstream_impact_reaches_the_failing_step_by_the_edges_the_analysis_fo
     impact = [bad.step(s).name for s in al.impact(first)]  # type: ignore[attr-defined]
     assert impact == ["forecast", "write_po_line", "submit_po"]
     assert bad.step(al.impact(first)[-1]).status == "error"  # type: ignore[attr-defined]
+
+
+def _support_runs() -> tuple[Any, Any]:
+    """A passing and a failing run of one agent, given different messages (an ``input`` step each)."""
+    from tests.builders import step
+
+    from trajdebug.core.model import Run
+
+    def one(rid: str, text: str, outcome: str) -> Run:
+        steps = (
+            step("1", "user_message", "input", 1, {"text": text}, {"text": text}),
+            step("2", "answer", "llm", 2, {"text": text}, f"re: {text}", "1"),
+            *([step("3", "refund", "tool", 3, {"text": text}, {"ok": True}, "2")] if outcome == "success" else []),
+        )
+        return Run(rid, "support", outcome=outcome, failure_reason=None, steps=steps)  # type: ignore[arg-type]
+
+    return one("passed-run", "Refund A101", "success"), one("failed-run", "Refund A103", "failure")
+
+
+def test_diff_names_the_runs_by_their_outcomes_and_warns_once_when_good_failed_or_bad_passed() -> None:
+    """Given a failed GOOD and a passing BAD, `diff` says which run passed and which failed (never "the passing
+    run" of the failed one) and warns in one line; in the usual order it says "passing" and "failing" and warns
+    not (nu64b: labels by position)."""
+    from trajdebug.replay.diffview import diff_lines
+
+    passed, failed = _support_runs()
+
+    def text(good: Any, bad: Any) -> list[str]:
+        return ["".join(t for t, _ in line) for line in diff_lines(align(good, bad))]
+
+    swapped = text(failed, passed)
+    assert "1 only in BAD (passed)" in swapped[0] and "passing run" not in "\n".join(swapped)
+    assert sum(line.startswith("warning: ") for line in swapped) == 1
+    assert "GOOD failed-run failed and BAD passed-run passed" in swapped[1]
+    usual = text(passed, failed)
+    assert "1 only in the passing run" in usual[0] and not any(line.startswith("warning") for line in usual)
+
+
+def test_diff_prints_an_input_steps_values_once() -> None:
+    """An ``input`` step whose output is its input shows the two runs' values once (``good input:`` and ``bad
+    input:``), not again as ``good:`` and ``bad:`` (nu64b)."""
+    from trajdebug.replay.diffview import values
+
+    al = align(*_support_runs())
+    [first] = [p for p in al.pairs if p.bad is not None and p.bad.kind == "input"]
+    assert [k for k, _ in values(al, first, 160)] == ["good input:", "bad input:"]

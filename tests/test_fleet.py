@@ -79,6 +79,14 @@ def test_normalize_replaces_ids_numbers_timestamps_and_quoted_values() -> None:
     assert normalize("step_3 took 1.5e3 ms") == "step_<n> took <n> ms"
 
 
+def test_normalize_keeps_an_identifier_whose_letters_and_digits_run_together() -> None:
+    """Digits run together with letters are part of a name, never a number to mask: "order A103" stays whole,
+    where "refund 129900.0 EUR" is still masked (nu64b: `fleet` showed "A103" as "A1<n>")."""
+    assert normalize("why the A103 refund of 129900.0 EUR was refused (gpt4o, x-42)") == (
+        "why the A103 refund of <n> EUR was refused (gpt4o, x-<n>)"
+    )
+
+
 def test_signature_ignores_ids_and_numbers_but_not_the_root() -> None:
     """Two analyses differing only in ids and numbers share a group; another root step does not."""
 

@@ -971,3 +971,24 @@ def test_the_json_order_names_the_number_the_learned_list_is_sorted_by() -> None
     data = analyze(propagated_error_run(), model=load_model(), top=10).to_dict()
     shares = [c["share"] for c in data["root_causes"]]
     assert data["order"] == "share" and len(shares) >= 2 and shares == sorted(shares, reverse=True)
+
+
+def test_analyzed_run_is_the_run_analyze_reads_without_its_search(tmp_path: Path) -> None:
+    """`analyzed_run` (what `show --step` lists) gives exactly ``analyze(...).run``: the inferred, thinned and
+    named edges, with earlier runs as references and an empty result among the failures, for every demo fault."""
+    from tests.builders import quote_runs, step
+
+    from trajdebug.analysis import analyzed_run
+
+    def kb(rid: str, outcome: str) -> Run:
+        steps = (step("1", "search", "tool", 1, {"q": "x"}, []), step("2", "answer", "llm", 2, {"hits": []}, "ok", "1"))
+        return Run(rid, "kb", outcome=outcome, failure_reason="no answer", steps=steps)  # type: ignore[arg-type]
+
+    store = Store(tmp_path / "demo.db")
+    clean = run_demo(None, store=store, workdir=tmp_path)
+    good, bad = quote_runs()
+    cases = [(bad, [good]), (clean, []), (kb("empty", "failure"), [kb("ok", "success")])]
+    cases += [(run_demo(f, store=store, workdir=tmp_path), [clean]) for f in FAULTS]
+    assert any(f.detector == "empty" for r, _ in cases for f in detect(r))
+    for run, refs in cases:
+        assert analyzed_run(run, references=refs) == analyze(run, references=refs, model=None).run, run.run_id

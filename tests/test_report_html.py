@@ -599,3 +599,52 @@ def test_the_propagation_arc_covers_no_text_of_any_column(browser: Any, tmp_path
                 assert apart, (width, scale, arc, t)
         starts = [(a["x0"], a["y0"]) for a in got["arcs"]]
         assert any(abs(x - d["x"]) <= 1.5 and abs(y - d["y"]) <= 3 for x, y in starts for d in got["dots"]), (width, scale, starts, got["dots"])
+
+
+def test_the_reports_small_costs_are_in_fixed_notation_as_the_cli_writes_them() -> None:
+    """The report's script writes a cost below $0.0001 as `format_cost` does (``$0.000049``), never in
+    exponent notation (``toPrecision`` wrote ``$1.0e-7``)."""
+    import shutil
+    import subprocess
+
+    from trajdebug.usage import format_cost
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the report's script")
+    js = (Path(__file__).parents[1] / "src/trajdebug/report/assets/core.js").read_text(encoding="utf-8")
+    [fn] = re.findall(r"^function fmtCost\(c\) \{.*?^\}", js, flags=re.S | re.M)
+    costs = [5e-05, 4.9e-05, 1e-07, 3.3e-09, 0.0123]
+    out = subprocess.run([node, "-e", fn + f"console.log(JSON.stringify({costs}.map(fmtCost)))"], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [format_cost(c) for c in costs]
+
+
+def test_the_reports_header_names_the_runs_session_user_tags_task_and_version(tmp_path: Path) -> None:
+    """The header of the report (and of serve's run page, the same script) names the session, user, tags, task
+    and version a run was recorded with, and leaves out those it was not (nu64b: only in the embedded JSON)."""
+    import shutil
+    import subprocess
+
+    import trajdebug
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the report's script")
+    src = tmp_path / "r.jsonl"
+    with trajdebug.run(
+        "support", path=str(src), session="s-dan-1", tags=["prod", "refund"], task="refund A103", version="1.4.2",
+        metadata={"user_id": "dan"},
+    ), trajdebug.step("answer", kind="llm", input={"q": "refund A103"}) as s:
+        s.output = "done"
+    with trajdebug.run("bare", path=str(src)), trajdebug.step("answer", kind="llm", input={"q": "x"}) as s:
+        s.output = "done"
+    assets = Path(__file__).parents[1] / "src/trajdebug/report/assets"
+    js = (assets / "core.js").read_text(encoding="utf-8") + (assets / "panels.js").read_text(encoding="utf-8")
+    fns = "".join(re.findall(r"^function (?:oneLine|runFacts)\(.*?^\}", js, flags=re.S | re.M))
+    metas = [report_data(analyze(r))["run"]["metadata"] for r in trajdebug.load_runs(str(src))]
+    out = subprocess.run([node, "-e", fns + f"console.log(JSON.stringify({json.dumps(metas)}.map(runFacts)))"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [
+        [["session", "s-dan-1"], ["user", "dan"], ["tags", "prod, refund"], ["task", "refund A103"], ["version", "1.4.2"]],
+        [],
+    ]

@@ -467,3 +467,32 @@ def test_a_run_and_a_mark_written_by_another_process_after_start_appear_on_the_n
         after = {r["run_id"]: r for r in json.loads(_get(api)[1])["runs"]}
     assert new in after and len(after) == 4
     assert after[eve1]["outcome"] == "failure" and after[eve1]["failure_reason"] == "told the wrong date"
+
+
+def test_compare_page_offers_runs_by_outcome_and_warns_when_good_failed_and_bad_passed(tmp_path: Path) -> None:
+    """From a failed run, the good select offers passing runs and the bad select failing ones (nu64b: the failed
+    run was offered as good, the passing run chosen for it as bad); a failed GOOD and a passing BAD named in
+    the URL stay selectable, each in its own select, and the page warns in one line."""
+    import html
+    import re
+
+    path = tmp_path / "runs.jsonl"
+    ids = []
+    for ticket in ("T-9", "T-12"):
+        with trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("lookup", kind="tool", input={"ticket": ticket}) as s:
+                s.output = {"bike": "road"}
+            if ticket == "T-12":
+                r.fail("wrong bike")
+        ids.append(r.run_id)
+    passed, failed = ids
+    with Server(path, port=0) as srv:
+        _, body, _ = _get(f"{srv.url}compare?bad={failed}")
+        _, swapped, _ = _get(f"{srv.url}compare?good={failed}&bad={passed}")
+    good_html, bad_html = body.split('name="bad"')
+    assert re.findall(r'<option value="([^"]+)"', good_html) == [passed]
+    assert re.findall(r'<option value="([^"]+)"', bad_html) == [failed]
+    assert "warning" not in body
+    good_html, bad_html = swapped.split('name="bad"')
+    assert failed in good_html and passed in bad_html
+    assert f"warning: GOOD {failed[:12]} failed and BAD {passed[:12]} passed" in html.unescape(swapped)

@@ -185,3 +185,17 @@ class TestRecorded:
         assert "$0.0045" in out.output
         data = json.loads(CliRunner().invoke(cli, ["show", str(path), "--json"]).output)
         assert data["runs"][0]["usage"]["total_tokens"] == 1200
+
+
+def test_a_small_cost_is_written_in_fixed_notation_with_two_significant_digits() -> None:
+    """A cost below $0.0001 reads ``$0.000049``, never ``$4.9e-05`` (nu64b: `show` printed ``$5e-05``)."""
+    from trajdebug.usage import format_cost
+
+    assert [format_cost(c) for c in (5e-05, 4.9e-05, 8.6e-05, 1e-07, 0.0123, 12.345)] == [
+        "$0.00005",
+        "$0.000049",
+        "$0.000086",
+        "$0.0000001",
+        "$0.0123",
+        "$12.35",
+    ]

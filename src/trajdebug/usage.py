@@ -20,6 +20,7 @@ JSON, same layout).  A model with no entry has tokens and no cost.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -224,12 +225,18 @@ def total_usage(usages: Iterable[Usage | None]) -> Usage:
 
 
 def format_cost(cost: float | None) -> str:
-    """A cost for people: ``$0.0123``, ``$12.35``; empty when unknown."""
+    """A cost for people, in fixed notation: ``$0.0123``, ``$12.35``, ``$0.000049`` (two significant digits
+    below $0.0001, never ``$4.9e-05``: nu64b); empty when unknown."""
     if cost is None:
         return ""
     if cost == 0:
         return "$0"
-    return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}" if cost >= 0.0001 else f"${cost:.2g}"
+    if abs(cost) >= 1:
+        return f"${cost:,.2f}"
+    if abs(cost) >= 0.0001:
+        return f"${cost:.4f}"
+    places = min(1 - math.floor(math.log10(abs(cost))), 20)
+    return f"${cost:.{places}f}".rstrip("0").rstrip(".")
 
 
 def format_tokens(n: int | None) -> str:

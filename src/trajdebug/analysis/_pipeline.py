@@ -289,6 +289,30 @@ def analyze(
         return result(run_stages(state, STAGES if stages is None else stages))
 
 
+@collector_paused()
+def analyzed_run(run: Run, *, previous: Sequence[Run] = (), references: Sequence[Run] = ()) -> Run:
+    """The run as `analyze` reads it, ``analyze(run, previous=..., references=...).run``: with the dependencies
+    it infers from content, thinned, and those to the values its failures name, without the search and ranking
+    that need them (what `trajdebug show --step` lists; nu64b: one step's view analyzed its whole run).  The
+    passing runs are learned from only when a failure is an empty result they might explain."""
+    state = AnalysisState(
+        run,
+        Options(5, None, None, None, None, None, None, True, ENGLISH, None),
+        previous=tuple(previous),
+        references=tuple(r for r in references if r.run_id != run.run_id),
+        started=time.perf_counter(),
+    )
+
+    def empties_explained(state: AnalysisState) -> AnalysisState:
+        return learn_references(state) if any(f.detector == "empty" for f in state.failures) else state
+
+    with text_memo():
+        state = run_stages(
+            state, (declare_outcome, infer_edges, detect_failures, empties_explained, settle_failures, trace_values)
+        )
+    return need(state.own, "own")
+
+
 def learned_rank(state: AnalysisState) -> AnalysisState:
     """With a learned model (``Options.model``): every ranked step re-ordered by its calibrated probability
     of being the root, and a verdict on the best (`trajdebug.analysis.learned.rerank`)."""
@@ -369,6 +393,7 @@ __all__ = [
     "AnalysisState",
     "analyses_to_dict",
     "analyze",
+    "analyzed_run",
     "insert_stage",
     "learned_rank",
     "result",

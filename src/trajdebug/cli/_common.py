@@ -147,16 +147,18 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json_text(dumps(obj).decode("utf-8")) + "\n")
 
 
-def console(*, unwrapped_piped: bool = False, stderr: bool = False) -> Any:
+def console(*, unwrapped_piped: bool = True, stderr: bool = False) -> Any:
     """A rich console on stdout (``stderr``: on stderr; colour only on a terminal); what it prints goes through
     `visible`.
 
-    ``unwrapped_piped``: piped into a file, a pager or another program, text is never wrapped, a value is one
-    line (nu62 bug 7: `show` and `analyze` split "the claimed 837.07 EUR" at 80 columns, where a script could
-    not find it), and never cut either: a line printed to fold on a terminal is printed whole (nu63: `show
-    --step` cut values at 80 columns with no marker); a line shortened on purpose says so with ``…``.  On a
-    terminal, rich wraps to its width (``COLUMNS`` sets another).  Off for the commands whose text is laid out
-    in columns (`errors`' table)."""
+    Piped into a file, a pager or another program, text is never wrapped, a value is one line (nu62 bug 7:
+    `show` and `analyze` split "the claimed 837.07 EUR" at 80 columns, where a script could not find it), and
+    never cut either: a line printed to fold, or to end in ``…`` at the terminal's edge, is printed whole
+    (nu63: `show --step` cut values at 80 columns; nu64b: `show` cut the cost off model-call lines, `mark` and
+    `fleet` wrapped at 80); a table is as wide as its widest row; a line shortened on purpose says so with
+    ``…``.  The default of every command, so that no command can forget it.  On a terminal, rich wraps to its
+    width (``COLUMNS`` sets another).  ``unwrapped_piped=False`` keeps rich's 80 columns when piped
+    (`errors`' table, laid out in them)."""
     from trajdebug.core.escape import render_hook
 
     out = _console_class()(highlight=False, soft_wrap=False, stderr=stderr)
@@ -167,16 +169,33 @@ def console(*, unwrapped_piped: bool = False, stderr: bool = False) -> Any:
 
 @functools.cache
 def _console_class() -> Any:
-    """rich's ``Console`` that, unwrapped (``soft_wrap``), prints a line meant to fold at the width whole: rich
-    would otherwise cut it at 80 columns with no marker (``overflow="fold"`` with ``soft_wrap`` truncates).  Made
-    on first use, so a command that prints nothing does not import rich."""
+    """rich's ``Console`` that, unwrapped (``soft_wrap``), prints every line whole: rich would otherwise cut a
+    line at 80 columns, with no marker (``overflow="fold"`` with ``soft_wrap`` truncates) or with ``…``
+    (``overflow="ellipsis"``), and lay a table out in 80 columns, wrapping its cells.  Made on first use, so a
+    command that prints nothing does not import rich."""
     from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
 
     class _Unwrapped(Console):
         def print(self, *objects: Any, **options: Any) -> None:
-            if self.soft_wrap and options.get("overflow") == "fold":
-                options["overflow"] = "ignore"
-            super().print(*objects, **options)
+            if not (self.soft_wrap and options.get("soft_wrap", True)):
+                super().print(*objects, **options)
+                return
+            options["overflow"], options["no_wrap"] = "ignore", True
+            tables = [o for o in objects if isinstance(o, Table)]
+            if not tables:
+                super().print(*objects, **options)
+                return
+            # A table is laid out, not wrapped: at its natural width, each cell on one line.
+            wide = self.options.update(max_width=1 << 16)
+            need = max(Measurement.get(self, wide, t).maximum for t in tables)
+            kept = self.width
+            self.width = max(kept, need)
+            try:
+                super().print(*objects, **{**options, "soft_wrap": False})
+            finally:
+                self.width = kept
 
     return _Unwrapped
 

@@ -87,7 +87,7 @@ def errors_cmd(
         return
     from trajdebug.report.errors import render_errors
 
-    out = console()
+    out = console(unwrapped_piped=False)  # a table laid out in 80 columns, each line ending in … if it must
     for i, (r, rep) in enumerate(reports):
         if i:
             out.print()

@@ -487,9 +487,10 @@ def _as_analyzed(runs: list[Run], pool: list[Run]) -> list[Run]:
     """The runs with the dependencies `analyze` adds to each (inferred from content, thinned, and those to the values
     a failure names), as the analysis's reasons cite them: each run is analyzed as `analyze` would, with its
     earlier turns and the passing runs of its agent in ``pool`` (every run of the source)."""
-    from trajdebug.analysis import analyze, previous_turns, references
+    from trajdebug.analysis import analyzed_run, previous_turns, references
 
-    return [analyze(r, previous=previous_turns(r, pool), references=references(r, pool), model=None).run for r in runs]
+    # Only the edges: the search and ranking `analyze` runs on them were most of what `show --step` cost (nu64b).
+    return [analyzed_run(r, previous=previous_turns(r, pool), references=references(r, pool)) for r in runs]
 
 
 def _show_steps(

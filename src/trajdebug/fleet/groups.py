@@ -198,7 +198,9 @@ class Group:
 
     def title(self) -> str:
         """One line for an alert or a table."""
-        example = normalize(self.examples[0][2], limit=80) if self.examples else ""
+        example = normalize(self.examples[0][2], limit=1 << 16) if self.examples else ""
+        if len(example) > 80:  # shortened on purpose, and says so
+            example = example[:79] + "…"
         return self.signature.title() + (f": {example}" if example else "")
 
     def add(self, f: Finding) -> None:

@@ -37,7 +37,9 @@ _NORMALIZERS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"), "<ts>"),
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<id>"),
-    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<n>"),
+    # A number, not digits inside an identifier: letters and digits run together ("A103", "gpt4") are a name,
+    # kept whole (nu64b: the order "A103" was shown as "A1<n>", its first digit taken for part of the name).
+    (re.compile(r"(?<![A-Za-z0-9])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
 

@@ -227,8 +227,17 @@ class Alignment:
         good = sum(1 for p in self.pairs if p.bad is None)
         bad = sum(1 for p in self.pairs if p.good is None)
         out = f"{len(paired)} steps paired, {differ} of them differ"
-        alone = [f"{n} only in the {side} run" for n, side in ((good, "passing"), (bad, "failing")) if n]
+        alone = [f"{n} only in {side}" for n, side in zip((good, bad), self.side_names(), strict=True) if n]
         return out + (f"; {', '.join(alone)}" if alone else "")
+
+    def side_names(self) -> tuple[str, str]:
+        """How GOOD and BAD are named, by their outcomes: ``the passing run`` and ``the failing run`` when GOOD
+        passed and BAD failed, else each by its argument and outcome (``GOOD (failed)``, ``BAD (passed)``): the
+        names said "passing" of a failed run given as GOOD (nu64b)."""
+        if self.good.outcome == "success" and self.bad.outcome == "failure":
+            return "the passing run", "the failing run"
+        said = {"success": "passed", "failure": "failed"}
+        return f"GOOD ({said.get(self.good.outcome, self.good.outcome)})", f"BAD ({said.get(self.bad.outcome, self.bad.outcome)})"
 
     @property
     def differences(self) -> list[Pair]:

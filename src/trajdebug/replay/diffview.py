@@ -142,7 +142,10 @@ def values(
     relayed = p.status == "input" and b.kind == "input" and _same_args(g, b)  # its input shown is its output
     if p.output_differs and not relayed:
         reported = reported_errors(al.good, al.bad)
-        rows.append(("", _shown(g, b, reported), _shown(b, g, reported)))
+        shown = ("", _shown(g, b, reported), _shown(b, g, reported))
+        # An input step's output is its input: said once (nu64b: `good input:` and `good:` printed the same).
+        if not (rows and b.kind == "input" and rows[-1][1:] == shown[1:]):
+            rows.append(shown)
     out: list[tuple[str, str]] = []
     for word, x, y in rows:
         out += [(f"good{word}:", short(x, limit, y)), (f"bad{word}:", short(y, limit, x))]
@@ -172,10 +175,24 @@ def header(al: Alignment) -> list[Line]:
             ),
         )
     ]
+    warning = outcome_warning(al)
+    if warning:
+        out.append(((warning, "bold yellow"),))
     differ = al.inputs_differ
     if differ is not None:
         out.append(((inputs_line(differ), "bold yellow"),))
     return out
+
+
+def outcome_warning(al: Alignment) -> str:
+    """One line when GOOD failed or BAD passed (nu64b: `diff` called a failed GOOD "the passing run" and said
+    nothing); empty when GOOD passed and BAD did not."""
+    sides = (("GOOD", al.good, "failure", "failed"), ("BAD", al.bad, "success", "passed"))
+    odd = [f"{arg} {r.run_id[:12]} {word}" for arg, r, out, word in sides if r.outcome == out]
+    if not odd:
+        return ""
+    swap = " (swapped? diff BAD GOOD compares them the other way round)" if len(odd) == 2 else ""
+    return f"warning: {' and '.join(odd)}: what differs need not be what makes a run fail{swap}"
 
 
 def inputs_line(d: InputDifference) -> str:
@@ -307,7 +324,8 @@ def table(al: Alignment) -> list[Line]:
     out: list[Line] = []
     steps = step_maps(al)
     if any(p.status == "only-good" for p in al.pairs):
-        out.append((("  step ids are the failing run's; good#ID is the passing run's (ids are per run)", "dim"),))
+        good, bad = (n.split(" (")[0] for n in al.side_names())
+        out.append(((f"  step ids are {bad}'s; good#ID is {good}'s (ids are per run)", "dim"),))
     for p in al.pairs:
         s = p.bad or p.good
         assert s is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.core.escape import markup, one_line, visible
@@ -161,11 +161,27 @@ CUT_SHORT = "cut short by the run's failure"
 def cut_short(run: Run) -> frozenset[str]:
     """The steps the run's failure cut short, as the analysis reads them (`trajdebug.analysis.cut_short_steps`):
     derived when shown, never stored (a recorder that saw the cancellation stores ``interrupted`` instead)."""
-    if not any(s.status == "error" for s in run.steps):
+    ends = [s.end_ns for s in run.steps if s.status == "error" and s.end_ns is not None]
+    if not ends:
         return frozenset()  # only a raised error cuts steps short: a clean run never loads the analysis
+    first = min(ends)
+    if not any(s.status == "ok" and (s.end_ns or 0) > first and _maybe_empty(s.output) for s in run.steps):
+        # No step could have been cut short (one ends, empty, after an error): nor is the analysis loaded,
+        # most of what `show` cost on a failed run (nu64b).
+        return frozenset()
     from trajdebug.analysis import cut_short_steps
 
     return cut_short_steps(run)
+
+
+def _maybe_empty(value: Any) -> bool:
+    """Whether `trajdebug.analysis`'s ``is_empty`` could hold for a value: never false when it holds (a short
+    text, any mapping, an empty list), so the analysis is loaded only when a step might have been cut short."""
+    if value is None or isinstance(value, Mapping):
+        return True
+    if isinstance(value, str):
+        return len(value.strip()) <= len("no results found")
+    return isinstance(value, (list, tuple)) and not value
 
 
 def render_run(

@@ -356,10 +356,11 @@ class _Pages:
             good = _passing_for(self.catalog, bad, choices)
         # Offered as good: passing runs that are not replays (a reference run is a passing run of
         # the same input); as bad: the failing and unfinished original runs.  A run named in the
-        # URL stays selectable whatever it is.
-        chosen = {r.run_id for r in (good, bad) if r is not None}
-        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id in chosen]
-        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id in chosen]
+        # URL stays selectable whatever it is, in its own select only (nu64b: the failing run named
+        # as bad was offered as good, a passing run named as good as bad).
+        g_id, b_id = (None if r is None else r.run_id for r in (good, bad))
+        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id == g_id]
+        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id == b_id]
         if good is None or bad is None:
             return self.page(
                 "compare.html",
@@ -372,7 +373,7 @@ class _Pages:
             )
         if good.run_id == bad.run_id:
             return self.problem("GOOD and BAD are the same run: choose two runs", 400)
-        from trajdebug.replay.diffview import inputs_line, step_maps, values, words
+        from trajdebug.replay.diffview import inputs_line, outcome_warning, step_maps, values, words
 
         al = align(good, bad)
         first = al.first_divergence
@@ -388,6 +389,7 @@ class _Pages:
             first=first,
             impact=impact,
             inputs=None if differ is None else inputs_line(differ),
+            warning=outcome_warning(al),
             words=[words(p) for p in al.pairs],
             shown=[values(al, p, 240, maps) for p in al.pairs],
             good_choices=good_choices,

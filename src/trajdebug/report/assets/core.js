@@ -56,7 +56,11 @@ function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one +
 function fmtCost(c) {
   if (c === null || c === undefined) return "";
   if (c === 0) return "$0";
-  return "$" + (c >= 1 ? c.toFixed(2) : c >= 0.0001 ? c.toFixed(4) : c.toPrecision(2));
+  if (c >= 1) return "$" + c.toFixed(2);
+  if (c >= 0.0001) return "$" + c.toFixed(4);
+  // Fixed notation, two significant digits, as trajdebug.usage.format_cost (never "$5e-05" or "$1.0e-7").
+  const places = Math.min(1 - Math.floor(Math.log10(c)), 20);
+  return "$" + c.toFixed(places).replace(/0+$/, "").replace(/\.$/, "");
 }
 function fmtUsage(u) {
   if (!u) return "";

@@ -1,5 +1,21 @@
 // panels.js: the header, the root-cause panel, the step inspector and the error-chain table.
 
+// Who and what a run was for, where its recorder or importer stated them (`trajdebug.run(session=, tags=,
+// task=, version=)`, an OpenTelemetry trace's user.id): [label, text] pairs, the others left out (nu64b: they
+// were only in the embedded JSON).
+function runFacts(M) {
+  M = M || {};
+  const text = (v) => {
+    if (v === undefined || v === null || v === "" || typeof v === "boolean") return "";
+    if (Array.isArray(v)) return v.filter((t) => typeof t !== "object").join(", ");
+    if (typeof v === "object") return Object.entries(v).map(([k, x]) => (typeof x === "object" ? k : k + "=" + x)).join(", ");
+    return String(v);
+  };
+  const user = M.user !== undefined ? M.user : M.user_id;
+  return [["session", M.session], ["user", user], ["tags", M.tags], ["task", M.task], ["version", M.version]]
+    .map(([k, v]) => [k, oneLine(text(v), 200)]).filter(([, v]) => v !== "");
+}
+
 function buildHeader(host) {
   const dur = RUN.end_ns ? fmtDur(RUN.end_ns - RUN.start_ns) : "unfinished";
   const top = el("div", { class: "h-line" },
@@ -10,6 +26,16 @@ function buildHeader(host) {
   const U = D.usage && D.usage.run;
   if (U && U.calls) top.appendChild(el("span", { class: "meta usage", title: "model, tokens and cost of the run's LLM calls" }, (U.model ? U.model + " · " : "") + fmtUsage(U)));
   host.appendChild(top);
+  const facts = runFacts(RUN.metadata);
+  if (facts.length) {
+    const line = el("div", { class: "h-facts meta" });
+    facts.forEach(([k, v], i) => {
+      if (i) line.appendChild(document.createTextNode(" · "));
+      line.appendChild(document.createTextNode(k + " "));
+      line.appendChild(el("span", { class: "fact" }, v));
+    });
+    host.appendChild(line);
+  }
   if (RUN.failure_reason) host.appendChild(el("div", { class: "h-reason" }, "reason: ", el("span", { class: "reason" }, RUN.failure_reason)));
   // One exception re-reported by each step it left is one failure, with the path it propagated along.
   const fails = ANALYSIS.failure_groups || ANALYSIS.failures || [];
