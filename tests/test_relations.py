@@ -199,3 +199,30 @@ def test_the_step_that_went_wrong_ranks_first_and_a_relay_passes_the_ratio_on(pr
     bad, pool = build(tmp_path / "runs.jsonl")
     assert rank_of(bad, pool, root)[0] == 1
 
+
+def _one_step(rid: str, name: str, inp: dict[str, Any], out: dict[str, Any], outcome: str) -> Run:
+    from tests.builders import step
+
+    return Run(rid, "kitchen", outcome=outcome, steps=(step(f"{rid}s", name, "tool", 0, inp, out),))
+
+
+def _found(bad: Run, passing: list[Run]) -> list[Any]:
+    from trajdebug.analysis.lineage import Lineage
+    from trajdebug.analysis.reference import learn, violations
+
+    return list(violations(bad.steps[0], Lineage(bad).view(bad.steps[0].step_id), learn(passing)))
+
+
+def test_a_number_that_fits_the_usual_formula_is_no_formula_deviation_whatever_else_it_fits() -> None:
+    """A scaled quantity computed as every passing run computed it (guests x grams) is no deviation because it
+    is also the sum of two neighbouring given numbers (8 x 10 = 80 = 30 + 50), which the formula the lineage
+    names first says."""
+
+    def scale(rid: str, guests: int, grams: list[int], outcome: str) -> Run:
+        lines = [{"item": f"i{k}", "grams": g} for k, g in enumerate(grams)]
+        out = [{"item": f"i{k}", "grams": float(guests * g)} for k, g in enumerate(grams)]
+        return _one_step(rid, "scale_recipe", {"guests": guests, "lines": lines}, {"lines": out}, outcome)
+
+    passing = [scale(f"ok{k}", 3 + k, [310 + 7 * k, 45 + k, 120 + 3 * k], "success") for k in range(4)]
+    bad = scale("bad", 8, [30, 50, 10], "failure")
+    assert [e.reason for e in _found(bad, passing) if e.diagnoser == "reference:formula"] == []

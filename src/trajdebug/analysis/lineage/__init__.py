@@ -41,6 +41,7 @@ from trajdebug.analysis.lineage._trace import (
     Origin,
     derivation,
     failure_atoms,
+    fits_formula,
     formulas,
     operands,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "derivation",
     "failure_atoms",
     "message_atoms",
+    "fits_formula",
     "formulas",
     "one_item_short",
     "operands",

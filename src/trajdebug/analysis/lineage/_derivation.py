@@ -150,6 +150,55 @@ def formulas(view: StepView, atom: Atom) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+_PAIRS: dict[str, Callable[[float, float], float | None]] = {
+    "add": lambda x, z: x + z,
+    "sub": lambda x, z: x - z,
+    "mul": lambda x, z: x * z,
+    "div": lambda x, z: x / z if z else None,
+    "pct": lambda x, p: x * p / 100.0 if 0.0 < p <= 100.0 else None,
+}
+"""The two-operand formulas of `derivation`, by name, first operand first (``pct``: a number, then its percentage)."""
+
+
+def fits_formula(view: StepView, atom: Atom, shape: str) -> bool:
+    """Whether an output number fits one formula shape (`Derivation.formula`: ``mul(guests,grams)``), its
+    operands taken from the given numbers of the fields it names (``?``: a number under no field).
+
+    `formulas` lists `derivation`'s first fit and the cheap ones only: a number that is also a sum of two
+    neighbouring lines (80 grams: 30 + 50) is not asked whether it is 8 guests x 10 grams.  A comparison
+    with the formula other runs used asks this of that formula itself."""
+    if atom.kind != "number" or atom.number is None:
+        return False
+    op, _, rest = shape.partition("(")
+    names = rest.rstrip(")").split(",") if rest else []
+    fields = [None if n == "?" else n for n in names]
+    y, dec = atom.number, _decimals(atom.raw)
+    nums = [a for a in view.inputs if a.kind == "number" and a.number is not None][:60]
+    pair = _PAIRS.get(op)
+    if pair is not None and len(fields) == 2:
+        firsts = [a for a in nums if a.field == fields[0]][:40]
+        seconds = [b for b in nums if b.field == fields[1]][:40]
+        return any(
+            (r := pair(a.number or 0.0, b.number or 0.0)) is not None and _close(r, y, dec)
+            for a in firsts
+            for b in seconds
+            if a is not b
+        )
+    group = [a.number or 0.0 for a in nums if a.field in fields]
+    if op == "copy":
+        return any(a.field in fields and a.key == atom.key and _close(a.number or 0.0, y, dec) for a in nums)
+    if op in ("sum", "max", "min") and len(group) >= 2:
+        return _close(sum(group) if op == "sum" else max(group) if op == "max" else min(group), y, dec)
+    if op == "run-sum":
+        return any(
+            _close(sum(a.number or 0.0 for a in nums[i:j]), y, dec)
+            for i in range(len(nums))
+            for j in range(i + 2, min(i + 12, len(nums)) + 1)
+            if {a.field for a in nums[i:j]} == set(fields)
+        )
+    return False
+
+
 def _iso(raw: str) -> datetime.date | None:
     try:
         return datetime.date.fromisoformat(raw.strip()[:10])

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
-from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
+from trajdebug.analysis.lineage._derivation import Derivation, derivation, fits_formula, formulas, operands
 from trajdebug.analysis.lineage._reads import named_reads
 from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
@@ -614,4 +614,4 @@ _FROM_OUTSIDE = frozenset({"llm", "tool", "retrieval", "agent", "input"})
 """Step kinds whose output may hold values they were not given without having read them in the program."""
 
 
-__all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "formulas", "operands"]
+__all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "fits_formula", "formulas", "operands"]

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import Lineage, StepView, derivation
+from trajdebug.analysis.lineage import Lineage, StepView, derivation, fits_formula
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
     MIN_SUPPORT,
@@ -87,7 +87,8 @@ def formula_checks(
         for a, fit in nows:
             now = fit[0]
             if (
-                fs.formulas.get(now, 0) / total < 0.15
+                not fits_formula(operands, a, usual)
+                and fs.formulas.get(now, 0) / total < 0.15
                 and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
                 and not _as_often(now, nows, fs)
             ):
