@@ -126,8 +126,9 @@ any change of the round merged, scored once held out at 17:15-17:16 UTC on 77685
 development suites since).  ``suite_zzzzj`` and ``suite_zzzzk`` (written blind during the round, frozen at 16:01
 and 16:00 UTC, scored once held out at 18:16-18:17 UTC on 07dfceb6, the last round's final analysis: development
 suites since).  ``suite_zzzzl`` and ``suite_zzzzm`` (written blind at round 64's start, frozen at 18:43 UTC before
-any ranking change of the round merged: scored once on its final analysis) and ``suite_zzzzn`` and ``suite_zzzzo`` (written blind during the round,
-frozen at 18:39 and 18:42 UTC: the next round's first measure) are held out
+any ranking change of the round merged, scored once held out at 20:19-20:20 UTC on 61886c2c, the round's final
+analysis: development suites since).  ``suite_zzzzn`` and ``suite_zzzzo`` (written blind during the round, frozen at
+18:39 and 18:42 UTC: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -153,8 +154,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zzzzo": "held out (written blind on 2026-12-07 during round 64, frozen at 18:42 UTC; not yet scored: the next round's first measure, with suite_zzzzn)",
     "suite_zzzzn": "held out (written blind on 2026-12-07 during round 64, frozen at 18:39 UTC; not yet scored: the next round's first measure, with suite_zzzzo)",
-    "suite_zzzzm": "held out (written blind on 2026-12-07 at the start of round 64, frozen at 18:43 UTC before any ranking change of the round merged; scored once at its end, with suite_zzzzl)",
-    "suite_zzzzl": "held out (written blind on 2026-12-07 at the start of round 64, frozen at 18:43 UTC before any ranking change of the round merged; scored once at its end, with suite_zzzzm)",
+    "suite_zzzzm": "development (scored once held out on 2026-12-07 at 20:20 UTC on 61886c2c; its misses not yet studied)",
+    "suite_zzzzl": "development (scored once held out on 2026-12-07 at 20:19 UTC on 61886c2c; its misses not yet studied)",
     "suite_zzzzk": "development (scored once held out on 2026-12-07 at 18:17 UTC on 07dfceb6; its misses not yet studied)",
     "suite_zzzzj": "development (scored once held out on 2026-12-07 at 18:16 UTC on 07dfceb6; its misses not yet studied)",
     "suite_zzzzi": "development (scored once held out on 2026-12-07 at 17:16 UTC on 77685537; its misses not yet studied)",
