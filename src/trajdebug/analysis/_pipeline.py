@@ -353,9 +353,8 @@ def run_stages(state: AnalysisState, stages: Sequence[Stage]) -> AnalysisState:
 def with_followed_edges(run: Run) -> Run:
     """The run with every edge the analysis follows: the recorded ones, those inferred from content, and the
     lineage's value edges (the stages up to ``trace_values``), for a view that walks the graph as the
-    analysis does (`trajdebug diff`'s downstream impact)."""
-    state = run_stages(AnalysisState(run), STAGES[: STAGES.index(trace_values) + 1])
-    return need(state.own, "own")
+    analysis does (`trajdebug diff`'s downstream impact): `analyzed_run` of the run alone."""
+    return analyzed_run(run)
 
 
 def insert_stage(stage: Stage, *, after: str, stages: Sequence[Stage] = STAGES) -> tuple[Stage, ...]:
