@@ -128,7 +128,9 @@ and 16:00 UTC, scored once held out at 18:16-18:17 UTC on 07dfceb6, the last rou
 suites since).  ``suite_zzzzl`` and ``suite_zzzzm`` (written blind at round 64's start, frozen at 18:43 UTC before
 any ranking change of the round merged, scored once held out at 20:19-20:20 UTC on 61886c2c, the round's final
 analysis: development suites since).  ``suite_zzzzn`` and ``suite_zzzzo`` (written blind during the round, frozen at
-18:39 and 18:42 UTC: the next round's first measure) are held out
+18:39 and 18:42 UTC, scored once held out at 21:28 UTC on 8a02d555, the last round's final analysis: development
+suites since).  ``suite_zzzzp`` and ``suite_zzzzq`` (written blind at round 65's start, frozen before any ranking
+change of the round merged: scored once on its final analysis) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -152,8 +154,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzzzo": "held out (written blind on 2026-12-07 during round 64, frozen at 18:42 UTC; not yet scored: the next round's first measure, with suite_zzzzn)",
-    "suite_zzzzn": "held out (written blind on 2026-12-07 during round 64, frozen at 18:39 UTC; not yet scored: the next round's first measure, with suite_zzzzo)",
+    "suite_zzzzq": "held out (written blind on 2026-12-07 at the start of round 65, frozen before any ranking change of the round merged; scored once at its end, with suite_zzzzp)",
+    "suite_zzzzp": "held out (written blind on 2026-12-07 at the start of round 65, frozen before any ranking change of the round merged; scored once at its end, with suite_zzzzq)",
+    "suite_zzzzo": "development (scored once held out on 2026-12-07 at 21:28 UTC on 8a02d555; its misses not yet studied)",
+    "suite_zzzzn": "development (scored once held out on 2026-12-07 at 21:28 UTC on 8a02d555; its misses not yet studied)",
     "suite_zzzzm": "development (scored once held out on 2026-12-07 at 20:20 UTC on 61886c2c; its misses not yet studied)",
     "suite_zzzzl": "development (scored once held out on 2026-12-07 at 20:19 UTC on 61886c2c; its misses not yet studied)",
     "suite_zzzzk": "development (scored once held out on 2026-12-07 at 18:17 UTC on 07dfceb6; its misses not yet studied)",
