@@ -109,7 +109,8 @@ def brain(request):
 
 
 def record(inp, server, path):
-    model = OpenAIChatCompletionsModel(model=server.model, openai_client=AsyncOpenAI(base_url=server.base_url, api_key="not-needed", max_retries=0))
+    oai = AsyncOpenAI(base_url=server.base_url, api_key="not-needed", max_retries=0)
+    model = OpenAIChatCompletionsModel(model=server.model, openai_client=oai)
 
     @function_tool
     def get_tide(beach: str, hour: int) -> dict:
@@ -155,7 +156,12 @@ def record(inp, server, path):
     hour = inp["hour"]
     set_trace_processors([TrajdebugProcessor(path=str(path), name=NAME, task=inp["task"])])
     try:
-        asyncio.run(Runner.run(officer, f"Set the flag for {inp['beach']} at {hour}:00.",
-                               run_config=RunConfig(workflow_name=NAME)))
+        async def main():
+            try:
+                return await Runner.run(officer, f"Set the flag for {inp['beach']} at {hour}:00.", run_config=RunConfig(workflow_name=NAME))
+            finally:
+                await oai.close()
+
+        asyncio.run(main())
     finally:
         set_trace_processors([])
