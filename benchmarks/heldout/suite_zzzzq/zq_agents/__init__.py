@@ -1,0 +1,1 @@
+"""The eight public-safety agents of suite_zzzzq (one module each)."""
