@@ -94,17 +94,17 @@ def test_a_prior_without_positives_to_learn_from_is_returned_as_it_is() -> None:
 def test_the_corpus_refuses_a_held_out_suite_before_generating_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """benchmarks.corpus.suite never reads or generates a suite named in HELD_OUT (suites zzzzp and zzzzq, written blind)."""
+    """benchmarks.corpus.suite never reads or generates a suite named in HELD_OUT (suites zzzzp to zzzzs, written blind)."""
     import benchmarks.corpus as corpus
 
-    for name in ("suite_zzzzp", "suite_zzzzq"):
+    for name in ("suite_zzzzp", "suite_zzzzq", "suite_zzzzr", "suite_zzzzs"):
         with pytest.raises(ValueError, match="held out"):
             next(corpus.suite(name, tmp_path))
     assert not any(tmp_path.iterdir())
 
 
 def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> None:
-    """Suites b to zzzzo are in the corpus, blind.STATUS no longer calls them held out; suites zzzzp and zzzzq are held out."""
+    """Suites b to zzzzo are in the corpus, blind.STATUS no longer calls them held out; suites zzzzp to zzzzs are held out."""
     from benchmarks.blind import STATUS, held_out
     from benchmarks.corpus import DEV_SUITES, HELD_OUT
 
@@ -119,7 +119,7 @@ def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> N
     assert "its misses studied since 2026-12-03" in STATUS["suite_m"]
     assert "its misses studied since 2026-12-03" in STATUS["suite_n"]
     assert "its misses studied since 2026-12-03" in STATUS["suite_o"]
-    assert HELD_OUT == frozenset({"suite_zzzzp", "suite_zzzzq"}) and all(map(held_out, HELD_OUT))
+    assert HELD_OUT == frozenset({"suite_zzzzp", "suite_zzzzq", "suite_zzzzr", "suite_zzzzs"}) and all(map(held_out, HELD_OUT))
     assert not HELD_OUT & set(DEV_SUITES)
     assert not any(held_out(name) for name in DEV_SUITES)
 
