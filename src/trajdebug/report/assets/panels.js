@@ -287,8 +287,7 @@ function buildInspector(host) {
       host.appendChild(section("Error lifecycle", el("div", {}, el("span", { class: "badge " + (STAGE_CLASS[e.stage] || "") }, e.stage), " ", e.severity ? el("span", { class: "sev s-" + e.severity }, e.severity) : null, " ", e.type + ": " + oneLine(e.message, 300)),
         el("div", { class: "note" }, hist), ...(e.reasons || []).map((r) => el("div", { class: "note" }, r))));
     }
-    host.appendChild(section("Input", valueView(s.input)));
-    host.appendChild(section("Output", valueView(s.output)));
+    for (const node of ioSections(s)) host.appendChild(node);
     const depsIn = (s.deps || []).map((d) => ({ id: d.step_id, d }));
     const depsOut = (CONSUMERS.get(id) || []).map((c) => ({ id: c.step_id, d: c.dep }));
     host.appendChild(section("Depends on (" + depsIn.length + ")", depList(depsIn, "in")));
