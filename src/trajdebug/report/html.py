@@ -16,7 +16,7 @@ ever markup, a URL or code:
 `report_data` is the embedded document (the run, ``Analysis.to_dict()``, the
 error lifecycle, the verification, the graph's layouts, the LLM steps'
 conversations); unknown fields the analysis gains later are shown generically
-by the page.
+by the page.  A step is opened by its link, ``#step=ID`` (``links.js``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ VALUE_LIMIT = 32_768
 SCRIPTS = (
     "core.js",
     "tree.js",
+    "links.js",
     "chat.js",
     "waterfall.js",
     "layout.js",

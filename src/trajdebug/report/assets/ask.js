@@ -45,7 +45,7 @@ function questionFromRun(sid, number) {
 function questionView(q, onAnswer) {
   const box = el("div", { class: "ask-q", id: "ask-question", "data-step": q.step_id });
   box.appendChild(el("h3", {}, "Question " + q.number + ": ", el("span", { class: "ask-kind" }, q.kind + " "),
-    el("strong", {}, q.name), " #" + shortId(q.step_id)));
+    el("strong", {}, q.name), " #" + shortId(q.step_id), " ", STEPS.has(q.step_id) ? stepAnchor(q.step_id) : null));
   box.appendChild(el("div", { class: "note" }, q.where));
   for (const node of ioSections(STEPS.get(q.step_id) || { step_id: q.step_id, input: q.input, output: q.output })) box.appendChild(node);
   if (q.wrote != null) box.appendChild(section("Wrote to run.state", valueView(q.wrote)));
