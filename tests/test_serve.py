@@ -333,7 +333,7 @@ def test_run_list_sorts_by_cost_and_shows_tokens(page: Any, session_store: Path)
 
 
 def test_sessions_page_lists_a_session_and_its_runs_in_order(page: Any, session_store: Path) -> None:
-    """/sessions lists the session with its run and failure counts; its page shows its runs oldest first."""
+    """/sessions lists the session with its run and failure counts; its page shows its runs oldest first, as turns."""
     runs = [r for r in Store(session_store).load_runs() if r.metadata.get("session") == "s-1"]
     with Server(session_store, port=0) as srv:
         page.goto(srv.url + "sessions")
@@ -343,9 +343,8 @@ def test_sessions_page_lists_a_session_and_its_runs_in_order(page: Any, session_
         assert cells[:3] == ["s-1", "3", "1"]
         row.locator("a").click()
         page.wait_for_url("**/sessions/s-1")
-        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
-        page.wait_for_timeout(2500)  # the live list's poll keeps the session's order
-        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
+        turns = page.eval_on_selector_all("#turns .turn", "ns => ns.map(n => n.dataset.run)")
+        assert turns == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
         assert page.errors == []
 
 

@@ -14,8 +14,9 @@ ever markup, a URL or code:
   plugin, no form target), so even markup that slipped through would not run.
 
 `report_data` is the embedded document (the run, ``Analysis.to_dict()``, the
-error lifecycle, the verification, the graph's layouts); unknown fields the
-analysis gains later are shown generically by the page.
+error lifecycle, the verification, the graph's layouts, the LLM steps'
+conversations); unknown fields the analysis gains later are shown generically
+by the page.  A step is opened by its link, ``#step=ID`` (``links.js``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,19 @@ SCHEMA = 1
 """Version of the embedded document."""
 VALUE_LIMIT = 32_768
 """A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
-SCRIPTS = ("core.js", "tree.js", "waterfall.js", "layout.js", "graph.js", "panels.js", "search.js", "ask.js", "main.js")
+SCRIPTS = (
+    "core.js",
+    "tree.js",
+    "links.js",
+    "chat.js",
+    "waterfall.js",
+    "layout.js",
+    "graph.js",
+    "panels.js",
+    "search.js",
+    "ask.js",
+    "main.js",
+)
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""
@@ -104,6 +117,7 @@ def report_data(
             first same-input reference is named alone (`same_input_doc`).
     """
     from trajdebug.report.analysis import compared_note, verdict_note
+    from trajdebug.report.chat import chat_views
     from trajdebug.report.errors import errors_markdown
     from trajdebug.report.question import ask_data
 
@@ -135,6 +149,8 @@ def report_data(
         "verification": dict(verification) if verification is not None else None,
         "graph": graph_views(run, focus=_slice(doc)),
         "usage": _usage(run),
+        # LLM steps as conversations (`trajdebug.report.chat`): only what the normalisation changed.
+        "chat": chat_views(run, _capped),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
         "same_input": same_input_doc(analysis, same_input),
     }

@@ -261,22 +261,17 @@ class _Pages:
         return self.page("sessions.html", title="sessions", sessions=rows)
 
     def session_page(self, request: Request) -> Response:
+        """A session as a conversation: its turns in order (`trajdebug.serve.conversation`)."""
+        from trajdebug.serve.conversation import turns
+
         sid = request.path_params["session"]
-        params = {"session": sid, "sort": "started", "order": "asc", "all": "1"}
         try:
-            entries = self.catalog.query(query_from(params))
+            found = turns(self.catalog, sid)
         except SourceError as exc:
             return self.problem(str(exc), 500)
-        if not entries:
+        if not found:
             return self.problem(f"no session {sid!r}", 404)
-        return self.page(
-            "runs.html",
-            entries=entries,
-            q={"session": sid},
-            hidden=0,
-            sort_links=_sort_links({"session": sid}, query_from(params)),
-            heading=f"session {sid}: {len(entries)} run{'s' if len(entries) != 1 else ''} in order",
-        )
+        return self.page("session.html", title=f"session {sid}", session=sid, turns=found)
 
     def api_runs(self, request: Request) -> Response:
         try:
@@ -312,6 +307,7 @@ class _Pages:
         nav = [("← all runs", "/")]
         if analysis.run.outcome == "failure":
             nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
+        nav += self._session_nav(analysis.run)
         endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
         body = report_html(
             analysis, source=str(self.source), nav=nav, ask_endpoint=endpoint, same_input=self._parting(analysis)
@@ -320,6 +316,12 @@ class _Pages:
         # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
         policy = content_security_policy(style, script) + "; connect-src 'self'; frame-ancestors 'none'"
         return HTMLResponse(body, headers={"Content-Security-Policy": policy})
+
+    def _session_nav(self, run: Any) -> list[tuple[str, str]]:
+        """The run page's links to its session and its neighbouring turns (`trajdebug.serve.conversation`)."""
+        from trajdebug.serve.conversation import session_nav
+
+        return session_nav(self.catalog, run)
 
     def _parting(self, analysis: Any) -> dict[str, Any] | None:
         """The passing run of the same input the analysis compared first and where the runs part, as the

@@ -45,10 +45,9 @@ function questionFromRun(sid, number) {
 function questionView(q, onAnswer) {
   const box = el("div", { class: "ask-q", id: "ask-question", "data-step": q.step_id });
   box.appendChild(el("h3", {}, "Question " + q.number + ": ", el("span", { class: "ask-kind" }, q.kind + " "),
-    el("strong", {}, q.name), " #" + shortId(q.step_id)));
+    el("strong", {}, q.name), " #" + shortId(q.step_id), " ", STEPS.has(q.step_id) ? stepAnchor(q.step_id) : null));
   box.appendChild(el("div", { class: "note" }, q.where));
-  box.appendChild(section("Input", valueView(q.input)));
-  box.appendChild(section("Output", valueView(q.output)));
+  for (const node of ioSections(STEPS.get(q.step_id) || { step_id: q.step_id, input: q.input, output: q.output })) box.appendChild(node);
   if (q.wrote != null) box.appendChild(section("Wrote to run.state", valueView(q.wrote)));
   // A step that raised has no output to judge: the person needs to see why.
   if (q.error != null) box.appendChild(section("Error (it raised or reported this)", valueView(q.error)));

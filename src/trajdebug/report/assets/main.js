@@ -19,5 +19,7 @@ document.getElementById("tabs").addEventListener("click", (ev) => {
   if (b) showTab(b.dataset.tab);
 });
 if ((ANALYSIS.root_causes || []).length) selectCause(0);
+// A link to a step (#step=ID) opens the run with it selected (links.js).
+followLinks();
 window.__readyAt = performance.now();
 document.body.dataset.ready = "1";

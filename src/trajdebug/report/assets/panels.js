@@ -141,6 +141,7 @@ function buildCauses(host) {
       el("span", { class: "c-name" }, c.name || "?"),
       el("span", { class: "sid" }, "#" + shortId(c.step_id)),
       el("span", { class: "c-kind" }, c.kind || ""),
+      !c.run_id && STEPS.has(c.step_id) ? stepAnchor(c.step_id) : null,
       c.standing
         ? el("span", { class: "badge " + (c.standing === "proved" || c.standing === "singled out" ? "b-root" : "b-suspect"), title: "where the answers placed it" }, STANDING_TAGS[c.standing] || c.standing)
         : el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
@@ -278,6 +279,7 @@ function buildInspector(host) {
       if (u.cost !== null) facts.push(["cost", fmtCost(u.cost)]);
     }
     host.appendChild(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
+    host.appendChild(stepLinkBox(id));
     if (s.error) {
       host.appendChild(section("Error", el("div", { class: "i-error" }, el("strong", {}, s.error.type + ": "), stringView(String(s.error.message))),
         s.error.traceback ? el("details", {}, el("summary", {}, "traceback"), el("pre", { class: "tb" }, s.error.traceback)) : null));
@@ -287,8 +289,7 @@ function buildInspector(host) {
       host.appendChild(section("Error lifecycle", el("div", {}, el("span", { class: "badge " + (STAGE_CLASS[e.stage] || "") }, e.stage), " ", e.severity ? el("span", { class: "sev s-" + e.severity }, e.severity) : null, " ", e.type + ": " + oneLine(e.message, 300)),
         el("div", { class: "note" }, hist), ...(e.reasons || []).map((r) => el("div", { class: "note" }, r))));
     }
-    host.appendChild(section("Input", valueView(s.input)));
-    host.appendChild(section("Output", valueView(s.output)));
+    for (const node of ioSections(s)) host.appendChild(node);
     const depsIn = (s.deps || []).map((d) => ({ id: d.step_id, d }));
     const depsOut = (CONSUMERS.get(id) || []).map((c) => ({ id: c.step_id, d: c.dep }));
     host.appendChild(section("Depends on (" + depsIn.length + ")", depList(depsIn, "in")));
