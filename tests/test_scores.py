@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import trajdebug
+from trajdebug.cli import cli
 from trajdebug.core.jsonl import RunBuilder, read_jsonl, write_jsonl
 from trajdebug.core.model import Score
 from trajdebug.core.schema import make_score, parse_value, score_record
-from trajdebug.sources.load import load_runs
+from trajdebug.sidefile import side_file
+from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store
 
 
@@ -110,9 +113,115 @@ def test_a_store_keeps_scores_when_a_run_is_written_whole(tmp_path: Path) -> Non
     """Importing a run with scores into a store (Store.save_run) keeps them."""
     src = tmp_path / "runs.jsonl"
     rid = record(path=src)
-    with src.open("a") as fh:
-        fh.write(json.dumps(score_record(rid, Score("q", 2))) + "\n")
+    trajdebug.score("q", 2, store=src, run=rid)
     db = tmp_path / "copy.db"
     with Store(db) as st:
         st.save_run(the_run(src, rid))
     assert [(s.name, s.value) for s in the_run(db, rid).scores] == [("q", 2)]
+
+
+# -- 2. ways in -------------------------------------------------------------------------------------
+
+
+def test_score_is_public() -> None:
+    """trajdebug.score and trajdebug.Score are in the package's __all__."""
+    assert {"score", "Score"} <= set(trajdebug.__all__)
+    assert trajdebug.score is not None and trajdebug.Score is Score
+
+
+def test_while_recording_a_score_lands_on_the_current_step_or_the_run(tmp_path: Path) -> None:
+    """Inside a step, trajdebug.score scores that step; outside any step (or step=None), the run."""
+    db = tmp_path / "runs.db"
+    with trajdebug.run("live", store=db) as h:
+        with trajdebug.step("answer", kind="llm") as s:
+            trajdebug.score("grounded", True, source="code", by="check:cites")
+            trajdebug.score("whole", 1, step=None)
+        trajdebug.score("helpfulness", 0.75, source="llm", by="model:judge", comment="fine")
+    run = the_run(db, h.run_id)
+    assert [(x.name, x.value, x.step_id) for x in run.scores] == [
+        ("grounded", True, s.id),
+        ("whole", 1, None),
+        ("helpfulness", 0.75, None),
+    ]
+    assert run.scores[2].source == "llm" and run.scores[2].by == "model:judge" and run.scores[2].comment == "fine"
+
+
+def test_outside_a_run_and_without_a_store_score_says_what_to_give() -> None:
+    """With no run being recorded and no store, trajdebug.score refuses, naming the 'run' field."""
+    with pytest.raises(ValueError, match="'run'"):
+        trajdebug.score("q", 1)
+
+
+@pytest.mark.parametrize("kind", ["store", "jsonl"])
+def test_after_the_fact_a_score_lands_on_a_stored_run_or_its_step_by_name(tmp_path: Path, kind: str) -> None:
+    """trajdebug.score(store=, run=prefix, step=name) appends to the run's store or file; the step is named by name."""
+    src = tmp_path / ("runs.db" if kind == "store" else "runs.jsonl")
+    rid = record(**({"store": src} if kind == "store" else {"path": src}))
+    stored = trajdebug.score("correct", False, store=src, run=rid[:8], step="parse_amount", source="code")
+    run = the_run(src, rid)
+    sid = next(s.step_id for s in run.steps if s.name == "parse_amount")
+    assert [(x.name, x.value, x.step_id) for x in run.scores] == [("correct", False, sid)]
+    assert stored.at_ns > 0 and run.scores[0].at_ns == stored.at_ns
+
+
+def test_a_missing_step_is_refused(tmp_path: Path) -> None:
+    """A step the run does not have is a SourceError saying it matches no step; nothing is written."""
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    with pytest.raises(SourceError, match="matches no step"):
+        trajdebug.score("q", 1, store=db, run=rid, step="nowhere")
+    assert the_run(db, rid).scores == ()
+
+
+def test_a_foreign_trace_gets_its_scores_in_the_side_file(tmp_path: Path) -> None:
+    """A score on a run of an OTLP export goes to SOURCE.answers.jsonl, and reading the export carries it."""
+    from trajdebug.sources.formats.export import export_otlp
+
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    otlp = tmp_path / "trace.json"
+    otlp.write_text(json.dumps(export_otlp(load_runs(db))))
+    before = otlp.read_bytes()
+    trajdebug.score("tone", "curt", store=otlp, run=rid)
+    assert otlp.read_bytes() == before and side_file(otlp).is_file()
+    assert [(s.name, s.value) for s in the_run(otlp, rid).scores][-1] == ("tone", "curt")
+
+
+def test_the_command_scores_a_run_and_a_step_of_a_store(tmp_path: Path) -> None:
+    """`trajdebug score SOURCE --run ID [--step S] NAME=VALUE... --comment --by --source` stores each pair."""
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    r1 = CliRunner().invoke(cli, ["score", str(db), "--run", rid[:6], "helpfulness=0.3", "tone=rude", "--by", "dan", "--comment", "vague"])
+    r2 = CliRunner().invoke(cli, ["score", str(db), "--run", rid[:6], "--step", "parse_amount", "correct=false", "--source", "code"])
+    assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
+    run = the_run(db, rid)
+    sid = next(s.step_id for s in run.steps if s.name == "parse_amount")
+    assert [(s.name, s.value, s.by, s.comment, s.source, s.step_id) for s in run.scores] == [
+        ("helpfulness", 0.3, "dan", "vague", "human", None),
+        ("tone", "rude", "dan", "vague", "human", None),
+        ("correct", False, None, None, "code", sid),
+    ]
+
+
+def test_the_command_refuses_a_bad_value_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """A value that is no score (nan) ends the command with one line naming 'value'; the run has no score."""
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    result = CliRunner().invoke(cli, ["score", str(db), "--run", rid, "q=nan"])
+    assert result.exit_code == 1 and "'value'" in result.output and result.output.count("\n") == 1
+    assert the_run(db, rid).scores == ()
+
+
+def test_a_secret_in_a_comment_never_reaches_the_store(tmp_path: Path) -> None:
+    """With redaction on (the default), a key in a comment is redacted before it is written: the command's,
+    the API's after the fact, and one given while recording."""
+    db = tmp_path / "runs.db"
+    with trajdebug.run("live", store=db) as h:
+        trajdebug.score("q", 1, comment=f"live {SECRET}")
+    CliRunner().invoke(cli, ["score", str(db), "--run", h.run_id, "q=2", "--comment", f"cli {SECRET}"])
+    trajdebug.score("q", 3, store=db, run=h.run_id, comment=f"api {SECRET}")
+    comments = [s.comment or "" for s in the_run(db, h.run_id).scores]
+    assert [c.split()[0] for c in comments] == ["live", "cli", "api"]
+    assert all(SECRET not in c for c in comments)
+    for f in tmp_path.iterdir():
+        assert SECRET.encode() not in f.read_bytes(), f
