@@ -225,3 +225,94 @@ def test_a_secret_in_a_comment_never_reaches_the_store(tmp_path: Path) -> None:
     assert all(SECRET not in c for c in comments)
     for f in tmp_path.iterdir():
         assert SECRET.encode() not in f.read_bytes(), f
+
+
+# -- 3. ways out: runs, show ------------------------------------------------------------------------
+
+
+def scored_store(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Three runs: helpfulness 0.2 and tone=rude; helpfulness 0.9 and a step scored correct=false; none."""
+    db = tmp_path / "runs.db"
+    ids = [record(store=db) for _ in range(3)]
+    trajdebug.score("helpfulness", 0.2, store=db, run=ids[0], comment="vague")
+    trajdebug.score("tone", "rude", store=db, run=ids[0])
+    trajdebug.score("helpfulness", 0.9, store=db, run=ids[1], source="llm", by="model:judge")
+    trajdebug.score("correct", False, store=db, run=ids[1], step="parse_amount", source="code")
+    return db, ids
+
+
+def runs_json(*args: str) -> dict[str, object]:
+    result = CliRunner().invoke(cli, ["runs", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = json.loads(result.output)
+    return data
+
+
+def test_runs_lists_each_runs_scores_in_a_column_and_in_json(tmp_path: Path) -> None:
+    """`runs` shows a scores column (a step's score named by its step) and `--json` each run's scores."""
+    db, ids = scored_store(tmp_path)
+    text = CliRunner().invoke(cli, ["runs", str(db)]).output
+    assert "scores" in text.splitlines()[0]
+    assert "helpfulness=0.2 tone=rude" in text and "helpfulness=0.9 parse_amount:correct=false" in text
+    rows = {r["run_id"]: r["scores"] for r in runs_json(str(db))["runs"]}  # type: ignore[attr-defined]
+    assert [(s["name"], s["value"], s["comment"]) for s in rows[ids[0]]] == [("helpfulness", 0.2, "vague"), ("tone", "rude", None)]
+    assert rows[ids[2]] == []
+
+
+def test_a_store_nobody_scored_lists_without_a_scores_column(tmp_path: Path) -> None:
+    """Without a score on any listed run, `runs` has no scores column."""
+    db = tmp_path / "runs.db"
+    record(store=db)
+    assert "scores" not in CliRunner().invoke(cli, ["runs", str(db)]).output
+
+
+@pytest.mark.parametrize(
+    ("flt", "kept"),
+    [
+        (["helpfulness"], {0, 1}),
+        (["helpfulness<0.5"], {0}),
+        (["helpfulness>=0.5"], {1}),
+        (["tone=rude"], {0}),
+        (["correct=false"], {1}),
+        (["helpfulness", "tone!=rude"], set()),
+        (["missing"], set()),
+    ],
+)
+def test_runs_score_filters_keep_the_runs_whose_scores_meet_them(tmp_path: Path, flt: list[str], kept: set[int]) -> None:
+    """`runs --score NAME[OPVALUE]` keeps the runs with a score of that name (on the run or a step) meeting the
+    bound; several must all hold."""
+    db, ids = scored_store(tmp_path)
+    args = [a for f in flt for a in ("--score", f)]
+    listed = {r["run_id"] for r in runs_json(str(db), *args)["runs"]}  # type: ignore[attr-defined]
+    assert listed == {ids[i] for i in kept}
+
+
+def test_a_bad_score_filter_is_refused_in_one_line(tmp_path: Path) -> None:
+    """An order bound on something that is not a number is refused, naming --score."""
+    db, _ = scored_store(tmp_path)
+    result = CliRunner().invoke(cli, ["runs", str(db), "--score", "helpfulness<high"])
+    assert result.exit_code == 2 and "--score" in result.output and "compares numbers" in result.output
+
+
+def test_runs_totals_give_the_mean_of_each_numeric_score(tmp_path: Path) -> None:
+    """`runs --totals` adds each numeric score's mean over the kept runs (categories and booleans left out)."""
+    db, _ = scored_store(tmp_path)
+    totals = runs_json(str(db), "--totals")["totals"]
+    assert totals["scores"] == {"helpfulness": {"mean": pytest.approx(0.55), "n": 2}}  # type: ignore[index]
+    text = CliRunner().invoke(cli, ["runs", str(db), "--totals"]).output
+    assert "score means: helpfulness 0.55 (n=2)" in text
+
+
+def test_show_prints_a_runs_scores_and_a_steps_scores(tmp_path: Path) -> None:
+    """`show --run` ends with the run's scores (a step's naming its step); `show --step` with the step's; --json
+    carries them."""
+    db, ids = scored_store(tmp_path)
+    run_text = CliRunner().invoke(cli, ["show", str(db), "--run", ids[1]]).output
+    assert "helpfulness = 0.9 on the run (llm by model:judge)" in run_text
+    assert "correct = false on parse_amount#" in run_text
+    step_text = CliRunner().invoke(cli, ["show", str(db), "--run", ids[1], "--step", "parse_amount"]).output
+    assert step_text.rstrip().endswith("correct = false (code)")
+    data = json.loads(CliRunner().invoke(cli, ["show", str(db), "--run", ids[1], "--step", "parse_amount", "--json"]).output)
+    assert [(s["name"], s["value"]) for s in data["steps"][0]["scores"]] == [("correct", False)]
+    data = json.loads(CliRunner().invoke(cli, ["show", str(db), "--run", ids[0], "--json"]).output)
+    assert [s["name"] for s in data["runs"][0]["scores"]] == ["helpfulness", "tone"]

@@ -146,7 +146,7 @@ def step_of(run: Any, given: str) -> str:
     Raises:
         SourceError: it names no step, or several (the message says which to give).
     """
-    ids = [s.step_id for s in run.steps]
+    ids: list[str] = [s.step_id for s in run.steps]
     if given in ids:
         return given
     name, _, short = given.rpartition("#") if "#" in given else ("", "", given)
@@ -156,7 +156,7 @@ def step_of(run: Any, given: str) -> str:
         + [s.step_id for s in run.steps if len(short) >= 4 and s.step_id.endswith(short) and name in ("", s.name)]
     )
     if len(hits) == 1:
-        return next(iter(hits))
+        return str(next(iter(hits)))
     what = "matches several steps" if hits else "matches no step"
     raise SourceError(
         f"run {run.run_id[:12]}: step {given!r} {what} (give a step id, the short id shown as #000007, or a unique name)"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 import click
 
 from trajdebug.cli._common import emit_json, fail, json_option, store_path
+from trajdebug.core.model import Run, Score, ScoreValue
 
 
 @click.command(name="score")
@@ -94,3 +98,97 @@ def _split(items: tuple[str, ...]) -> tuple[str | None, list[tuple[str, str]]]:
 def register(cli: click.Group) -> None:
     """Add ``score`` to the command group."""
     cli.add_command(score_cmd)
+
+
+# -- ways out: what `runs` and `show` print of the scores -------------------------------------------
+
+_OPS = ("<=", ">=", "!=", "<", ">", "=")
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreFilter:
+    """``runs --score``: a run has a score of this name (on itself or a step), and, with a bound, one that meets it."""
+
+    name: str
+    op: str | None = None
+    """``<``, ``<=``, ``>``, ``>=`` (numbers), ``=`` or ``!=`` (any value); None: any value."""
+    value: ScoreValue | None = None
+
+    def keeps(self, scores: Iterable[Score]) -> bool:
+        """Whether one of the scores meets the filter."""
+        return any(s.name == self.name and self._meets(s.value) for s in scores)
+
+    def _meets(self, v: ScoreValue) -> bool:
+        if self.op is None:
+            return True
+        if self.op in ("=", "!="):
+            same = type(v) is type(self.value) or (_number(v) and _number(self.value))
+            return (same and v == self.value) == (self.op == "=")
+        if not (_number(v) and _number(self.value)):
+            return False
+        a, b = float(v), float(self.value)  # type: ignore[arg-type]
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[self.op]
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_filter(text: str) -> ScoreFilter:
+    """``NAME``, or ``NAME`` then ``<``, ``<=``, ``>``, ``>=``, ``=`` or ``!=`` and a value (``helpfulness<0.5``).
+
+    Raises:
+        click.BadParameter: no name, or a comparison of order with something that is not a number.
+    """
+    from trajdebug.core.schema import parse_value
+
+    for op in _OPS:
+        name, found, value = text.partition(op)
+        if found:
+            if not name.strip() or not value.strip():
+                raise click.BadParameter(f"{text!r}: give NAME, or NAME<0.5, NAME>=3, NAME=rude", param_hint="--score")
+            parsed = parse_value(value)
+            if op not in ("=", "!=") and not _number(parsed):
+                raise click.BadParameter(f"{text!r}: {op} compares numbers, got {value.strip()!r}", param_hint="--score")
+            return ScoreFilter(name.strip(), op, parsed)
+    if not text.strip():
+        raise click.BadParameter("give a score name", param_hint="--score")
+    return ScoreFilter(text.strip())
+
+
+def score_cells(run: Run) -> str:
+    """A run's scores in one cell: ``name=value`` for the run's, ``step:name=value`` for a step's, in order."""
+    from trajdebug.core.schema import score_text
+
+    names = {s.step_id: s.name for s in run.steps}
+    return " ".join(
+        (f"{names.get(s.step_id, s.step_id)}:" if s.step_id else "") + f"{s.name}={score_text(s.value)}"
+        for s in run.scores
+    )
+
+
+def score_means(runs_scores: Iterable[Iterable[Score]]) -> dict[str, dict[str, float | int]]:
+    """Each numeric score's mean over the runs' scores (booleans and categories left out): name -> mean, n."""
+    sums: dict[str, list[float]] = {}
+    for scores in runs_scores:
+        for s in scores:
+            if _number(s.value):
+                sums.setdefault(s.name, []).append(float(s.value))
+    return {name: {"mean": sum(v) / len(v), "n": len(v)} for name, v in sorted(sums.items())}
+
+
+def score_lines(run: Run, step_id: str | None = None) -> list[str]:
+    """The scores of a run (``step_id`` None: every one, each a step's naming its step) or of one step, one line
+    each: name = value, source, by, comment."""
+    from trajdebug.core.schema import score_text
+
+    names = {s.step_id: s.name for s in run.steps}
+    out = []
+    for s in run.scores:
+        if step_id is not None and s.step_id != step_id:
+            continue
+        on = "" if step_id is not None else (f" on {names.get(s.step_id, '?')}#{s.step_id[-6:]}" if s.step_id else " on the run")
+        who = f" by {s.by}" if s.by else ""
+        why = f": {s.comment}" if s.comment else ""
+        out.append(f"{s.name} = {score_text(s.value)}{on} ({s.source}{who}){why}")
+    return out
