@@ -316,3 +316,35 @@ def test_show_prints_a_runs_scores_and_a_steps_scores(tmp_path: Path) -> None:
     assert [(s["name"], s["value"]) for s in data["steps"][0]["scores"]] == [("correct", False)]
     data = json.loads(CliRunner().invoke(cli, ["show", str(db), "--run", ids[0], "--json"]).output)
     assert [s["name"] for s in data["runs"][0]["scores"]] == ["helpfulness", "tone"]
+
+
+# -- 3. ways out: export ----------------------------------------------------------------------------
+
+
+def test_an_otlp_export_carries_scores_as_span_events_and_import_reads_them_back(tmp_path: Path) -> None:
+    """`export --to otlp` writes each score as a trajdebug.score span event (the run's on its first top-level
+    span, a step's on its span); `import --from otlp` gives back every score with every field."""
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    trajdebug.score("helpfulness", 0.3, store=db, run=rid, by="dan", comment="vague")
+    trajdebug.score("turns", 2, store=db, run=rid, source="code")
+    trajdebug.score("tone", "curt", store=db, run=rid, source="llm", by="model:judge")
+    trajdebug.score("correct", False, store=db, run=rid, step="parse_amount", source="code", by="check:amounts")
+    before = the_run(db, rid).scores
+    otlp, back = tmp_path / "spans.json", tmp_path / "back.jsonl"
+    assert CliRunner().invoke(cli, ["export", str(db), "-o", str(otlp)]).exit_code == 0
+    spans = {
+        s["name"]: s
+        for rs in json.loads(otlp.read_text())["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    }
+    targets = [
+        next(a["value"]["stringValue"] for a in e["attributes"] if a["key"] == "trajdebug.score.target")
+        for e in spans["parse_amount"]["events"]
+        if e["name"] == "trajdebug.score"
+    ]
+    assert targets == ["run", "run", "run", "step"]  # parse_amount is the run's first top-level span
+    assert not any(e["name"] == "trajdebug.score" for e in spans["reply"].get("events", []))
+    assert CliRunner().invoke(cli, ["import", str(otlp), "--from", "otlp", "-o", str(back)]).exit_code == 0
+    assert the_run(back, rid).scores == before
