@@ -40,7 +40,18 @@ SCHEMA = 1
 """Version of the embedded document."""
 VALUE_LIMIT = 32_768
 """A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
-SCRIPTS = ("core.js", "tree.js", "waterfall.js", "layout.js", "graph.js", "panels.js", "search.js", "ask.js", "main.js")
+SCRIPTS = (
+    "core.js",
+    "tree.js",
+    "waterfall.js",
+    "layout.js",
+    "graph.js",
+    "panels.js",
+    "search.js",
+    "ask.js",
+    "scores.js",
+    "main.js",
+)
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""
@@ -88,6 +99,7 @@ def report_data(
     source: str | None = None,
     ask_endpoint: str | None = None,
     same_input: Mapping[str, Any] | None = None,
+    score_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The document the report embeds: the run, its analysis, its errors, the graph views and
     what the "find the cause" panel needs (`trajdebug.report.question.ask_data`).
@@ -102,6 +114,8 @@ def report_data(
         same_input: The passing run of the same input and where the two runs part
             (`trajdebug.replay.diffview.parting`), when the caller found one; without it, the analysis's
             first same-input reference is named alone (`same_input_doc`).
+        score_endpoint: The URL the score form posts to (``trajdebug serve``); None: the scores are shown, with
+            no form (a report file cannot store one).
     """
     from trajdebug.report.analysis import compared_note, verdict_note
     from trajdebug.report.errors import errors_markdown
@@ -137,8 +151,17 @@ def report_data(
         "usage": _usage(run),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
         "same_input": same_input_doc(analysis, same_input),
+        **scores_doc(run, score_endpoint),
     }
     return data
+
+
+def scores_doc(run: Run, endpoint: str | None) -> dict[str, Any]:
+    """What the score table, the inspector's score section and serve's score form read: the run's scores
+    (`trajdebug.scores`, a step's naming it) and where the form posts (None: no form)."""
+    from trajdebug.core.schema import score_to_dict
+
+    return {"scores": [score_to_dict(s) for s in run.scores], "score_endpoint": endpoint}
 
 
 def same_input_doc(analysis: Analysis, parting: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -240,6 +263,7 @@ def report_html(
     nav: Sequence[tuple[str, str]] = (),
     ask_endpoint: str | None = None,
     same_input: Mapping[str, Any] | None = None,
+    score_endpoint: str | None = None,
 ) -> str:
     """The report of one run as a self-contained HTML page.
 
@@ -251,10 +275,16 @@ def report_html(
             both are escaped; hrefs must be the caller's own relative URLs.
         ask_endpoint: Where the "find the cause" panel posts answers (``trajdebug serve``).
         same_input: The passing run of the same input and where the runs part (`report_data`).
+        score_endpoint: Where the score form posts (``trajdebug serve``; `report_data`).
     """
     style, script = page_parts()
     data = report_data(
-        analysis, verification=verification, source=source, ask_endpoint=ask_endpoint, same_input=same_input
+        analysis,
+        verification=verification,
+        source=source,
+        ask_endpoint=ask_endpoint,
+        same_input=same_input,
+        score_endpoint=score_endpoint,
     )
     run = analysis.run
     title = f"trajdebug: {run.name or run.run_id} ({run.outcome})"
