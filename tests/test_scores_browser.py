@@ -9,8 +9,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import trajdebug
 from tests.conftest import HOSTILE
+
+import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.report.html import write_report
 from trajdebug.serve import Server
