@@ -41,7 +41,7 @@ def score_cmd(
     beside a foreign trace, in SOURCE.answers.jsonl; default: $TRAJDEBUG_STORE
     or ./trajdebug.db).  `runs` lists them (--score filters on them), `show`,
     the report and `serve` show them, `export` carries them.  The analysis does
-    not read them.
+    not read them (docs/recording.md, "Scores").
 
     \b
     Examples:
