@@ -348,3 +348,17 @@ def test_an_otlp_export_carries_scores_as_span_events_and_import_reads_them_back
     assert not any(e["name"] == "trajdebug.score" for e in spans["reply"].get("events", []))
     assert CliRunner().invoke(cli, ["import", str(otlp), "--from", "otlp", "-o", str(back)]).exit_code == 0
     assert the_run(back, rid).scores == before
+
+
+def test_with_recording_off_a_live_score_is_checked_and_writes_nothing(tmp_path: Path) -> None:
+    """With the off switch, trajdebug.score inside a run returns the checked score, raises nothing and writes
+    nothing; a bad field is still refused."""
+    trajdebug.configure(enabled=False)
+    try:
+        with trajdebug.run("off", store=tmp_path / "off.db"):
+            assert trajdebug.score("q", 1).value == 1
+            with pytest.raises(ValueError, match="'value'"):
+                trajdebug.score("q", float("inf"))
+    finally:
+        trajdebug.configure(enabled=True)
+    assert not (tmp_path / "off.db").exists()

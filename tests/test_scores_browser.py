@@ -131,3 +131,16 @@ def test_serve_refuses_a_score_that_is_not_json_from_its_own_page_or_fails_the_c
         status, body = _post(url, good, js)
         assert status == 200 and body["score"]["value"] == 2
     assert [s.name for s in load_runs(db, run_id=rid)[0].scores][-1] == "q"
+
+
+def test_a_secret_in_a_posted_comment_never_reaches_the_store_or_the_page(tmp_path: Path) -> None:
+    """A key in a comment posted to serve is redacted before it is written, and the page gets it redacted back."""
+    secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    db = tmp_path / "runs.db"
+    rid, _ = scored_run(db)
+    with Server(db, port=0) as srv:
+        body = json.dumps({"name": "q", "value": "1", "comment": f"leaked {secret}"}).encode()
+        status, got = _post(f"{srv.url}api/runs/{rid}/scores", body, {"Content-Type": "application/json"})
+    assert status == 200 and got["score"]["comment"].startswith("leaked") and secret not in got["score"]["comment"]
+    for f in tmp_path.iterdir():
+        assert secret.encode() not in f.read_bytes(), f

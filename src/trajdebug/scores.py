@@ -100,8 +100,13 @@ def _step_ref(step: Any) -> str:
 
 def _score_live(checked: Score, run: Any, step: Any) -> Score:
     """A score on the run being recorded (or its step), written by the recorder's writer with its records."""
+    from trajdebug.record.config import CONFIG
     from trajdebug.record.recorder import current_run, current_step
 
+    if not CONFIG.enabled:
+        # The off switch makes every recording call a no-op (docs/recording.md): the agent's call still checks
+        # its fields, and writes nothing.
+        return checked
     handle = current_run() if run is None else run
     if handle is None or not hasattr(handle, "_emit"):
         raise ValueError(
