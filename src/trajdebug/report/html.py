@@ -40,21 +40,14 @@ SCHEMA = 1
 """Version of the embedded document."""
 VALUE_LIMIT = 32_768
 """A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
-SCRIPTS = (
-    "core.js",
-    "tree.js",
-    "waterfall.js",
-    "layout.js",
-    "graph.js",
-    "panels.js",
-    "search.js",
-    "ask.js",
-    "scores.js",
-    "main.js",
-)
+SCRIPTS = ("core.js", "tree.js", "waterfall.js", "layout.js", "graph.js", "panels.js", "search.js", "ask.js", "main.js")
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""
+SCORE_ASSETS = ("scores.js", "scores.css")
+"""The scores' own script and style (the score table, the inspector's score section, serve's score form), kept
+apart from the lists above so that the panels and the scores change without touching each other; the script
+defines what main.js and the inspector call, so it loads just before main.js (`page_parts`)."""
 
 _JSON_ESCAPES = {
     ord("<"): "\\u003c",
@@ -237,8 +230,8 @@ def _sha256(text: str) -> str:
 
 def page_parts() -> tuple[str, str]:
     """The page's style sheet and script, joined from the package's assets."""
-    style = "\n".join(_asset(n) for n in STYLES)
-    body = "\n".join(_asset(n) for n in SCRIPTS)
+    style = "\n".join(_asset(n) for n in (*STYLES, SCORE_ASSETS[1]))
+    body = "\n".join(_asset(n) for n in (*SCRIPTS[:-1], SCORE_ASSETS[0], SCRIPTS[-1]))
     script = '"use strict";\n(function () {\n' + body + "\n})();\n"
     return style, script
 
