@@ -46,7 +46,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.sources.formats", "trajdebug.store"),
     ("trajdebug.analysis", "trajdebug.record", "trajdebug.sources.load"),
     ("trajdebug.report", "trajdebug.training", "trajdebug.marks", "trajdebug.answers"),
-    ("trajdebug.replay",),
+    ("trajdebug.replay", "trajdebug.scores"),
     ("trajdebug.integrations", "trajdebug.api", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve", "trajdebug.lint", "trajdebug.ask"),
     ("trajdebug.labels",),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),

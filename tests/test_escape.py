@@ -143,6 +143,15 @@ def _invocations(src: Path, db: Path) -> dict[str, list[list[str]]]:
         "fit": [["label", s, "--run", "bad", "--root", "a2"], ["fit", s, "-o", str(db.with_name("model.json"))]],
         "answers": [["answers", "list", s], ["answers", "list", s, "--json"], ["answers", "list", d]],
         "lint": [["lint", s, "--exit-zero"], ["lint", s, "--json", "--exit-zero"], ["lint", d, "--exit-zero"]],
+        # A score's comment, name and category carry control sequences too: runs and show print them.
+        "score": [
+            ["score", d, "--run", "bad", "--step", "a2", "tone=\x1b[31mred\x1b]0;t\x07", "--comment", "\x1b[2Jwiped", "--by", "\x9bx"],
+            ["score", d, "--run", "bad", "q=1", "--json"],
+            ["runs", "--store", d],
+            ["runs", "--store", d, "--json", "--totals"],
+            ["show", d, "--run", "bad"],
+            ["show", d, "--run", "bad", "--step", "a2"],
+        ],
     }
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from trajdebug.answers import save_answer
     from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl, write_jsonl
-    from trajdebug.core.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+    from trajdebug.core.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, Score, StageChange, Step
     from trajdebug.marks import mark
     from trajdebug.record import (
         ContextThreadPoolExecutor,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         writes,
     )
     from trajdebug.record.runs import RunHandle, run
+    from trajdebug.scores import score
     from trajdebug.sources.load import SourceError, load_runs
     from trajdebug.store import Store
     from trajdebug.usage import Usage, load_prices, run_usage, step_usage
@@ -63,9 +64,10 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str]] = {
     **{n: ("trajdebug.core.jsonl", n) for n in ("FormatError", "ReadResult", "read_jsonl", "write_jsonl")},
     "mark": ("trajdebug.marks", "mark"),
+    "score": ("trajdebug.scores", "score"),
     **{
         n: ("trajdebug.core.model", n)
-        for n in ("Answer", "Dependency", "ErrorEvent", "ErrorInfo", "Run", "StageChange", "Step")
+        for n in ("Answer", "Dependency", "ErrorEvent", "ErrorInfo", "Run", "Score", "StageChange", "Step")
     },
     "SourceError": ("trajdebug.sources.load", "SourceError"),
     "load_runs": ("trajdebug.sources.load", "load_runs"),
@@ -116,6 +118,7 @@ __all__ = [
     "ReadResult",
     "Run",
     "RunHandle",
+    "Score",
     "SourceError",
     "StageChange",
     "Step",
@@ -147,6 +150,7 @@ __all__ = [
     "retry_call",
     "run",
     "save_answer",
+    "score",
     "run_usage",
     "step",
     "step_usage",

@@ -3,7 +3,7 @@
 An OTLP JSON export, a message log or a transcript is read-only to trajdebug;
 the answers given to its runs (``answer`` records, ``docs/format.md``) are
 appended to ``SOURCE.answers.jsonl`` beside it (beside the folder, for a folder
-of traces).  The file is trajdebug JSONL holding only ``answer`` records, and
+of traces).  The file is trajdebug JSONL holding only ``answer`` and ``score`` records, and
 `trajdebug.sources.load.read_source` applies it whenever it reads the source.  A
 store or a trajdebug JSONL file keeps its answers among the run's own records
 (`trajdebug.answers`).
@@ -53,15 +53,23 @@ def with_answers(runs: Iterable[Run], answers: dict[str, list[Answer]]) -> list[
 
 
 def with_side_answers(source: str | Path, result: ReadResult) -> ReadResult:
-    """A foreign source's runs with the answers of its side file, when there is one."""
+    """A foreign source's runs with the answers and scores (`trajdebug.scores`) of its side file, when there
+    is one."""
     side = side_file(source)
     if not side.is_file():
         return result
     try:
-        answers, problems = read_answers(side)
+        read = read_jsonl(side)
+        answers = {r.run_id: list(r.answers) for r in read.runs if r.answers}
+        scores = {r.run_id: r.scores for r in read.runs if r.scores}
+        problems = read.problems
     except (OSError, FormatError) as exc:
-        answers, problems = {}, [FormatError(f"{side}: answers not read ({exc})")]
-    return ReadResult(with_answers(result.runs, answers), [*result.problems, *problems])
+        answers, scores, problems = {}, {}, [FormatError(f"{side}: answers not read ({exc})")]
+    runs = [
+        dataclasses.replace(r, scores=(*r.scores, *scores[r.run_id])) if r.run_id in scores else r
+        for r in with_answers(result.runs, answers)
+    ]
+    return ReadResult(runs, [*result.problems, *problems])
 
 
 __all__ = ["SIDE_SUFFIX", "parse_answers", "read_answers", "side_file", "with_answers", "with_side_answers"]

@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mark": ("trajdebug.cli._mark", "Mark a run failed (or successful) after the fact, so analyze treats it so."),
     "report": ("trajdebug.cli._report", "Write one run as a self-contained HTML report."),
     "runs": ("trajdebug.cli._runs", "List the runs of SOURCE, newest first."),
+    "score": ("trajdebug.cli._score", "Put a score on a run or a step: NAME=VALUE, a number, a category or true/false."),
     "serve": (
         "trajdebug.cli._serve",
         "Browse runs in a local web UI: the run list, each run's report, two runs compared.",

@@ -21,10 +21,11 @@ from trajdebug.cli._common import (
     source_argument,
     store_path,
 )
-from trajdebug.core.model import Run
+from trajdebug.core.model import Run, Score
 
 
 if TYPE_CHECKING:
+    from trajdebug.cli._score import ScoreFilter
     from trajdebug.search import StepMatch
     from trajdebug.store import RunSummary
 
@@ -67,7 +68,17 @@ if TYPE_CHECKING:
 @click.option(
     "--totals",
     is_flag=True,
-    help="End with a line of totals over every run the filters keep (--limit aside): runs, failed, tokens, cost.",
+    help="End with a line of totals over every run the filters keep (--limit aside): runs, failed, tokens, cost, "
+    "and the mean of each numeric score.",
+)
+@click.option(
+    "--score",
+    "score_filters",
+    metavar="NAME[OPVALUE]",
+    multiple=True,
+    help="Only runs with a score of this name (on the run or a step; `trajdebug score`), and with a bound one that "
+    'meets it: "helpfulness<0.5", "helpfulness>=0.8", tone=rude, correct=false (<, <=, >, >=, =, !=). Repeatable: '
+    "every one must hold.",
 )
 @json_option
 def runs_cmd(
@@ -83,6 +94,7 @@ def runs_cmd(
     show_all: bool,
     search: str | None,
     totals: bool,
+    score_filters: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """List the runs of SOURCE, newest first.
@@ -111,7 +123,9 @@ def runs_cmd(
     path = store_path(source or store)
     if not Path(path).exists():
         raise fail(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
-    f = _Filters(outcome, name, tag, user, session, search, show_all)
+    from trajdebug.cli._score import parse_filter
+
+    f = _Filters(outcome, name, tag, user, session, search, show_all, tuple(parse_filter(t) for t in score_filters))
     if fmt not in (None, "store") or not is_store(path):
         if fmt == "store":
             raise fail(f"{path}: not a trajdebug store")
@@ -141,6 +155,7 @@ class _Filters:
     session: str | None
     search: str | None
     show_all: bool
+    scores: tuple[ScoreFilter, ...] = ()
 
     def keeps_row(self, s: RunSummary) -> bool:
         """The outcome, the name (a substring, any case) and replays and reference runs."""
@@ -153,7 +168,7 @@ class _Filters:
     @property
     def reads_runs(self) -> bool:
         """Whether a filter needs each run's metadata or values (the ``runs`` row does not hold them)."""
-        return any(v is not None for v in (self.tag, self.user, self.session, self.search))
+        return bool(self.scores) or any(v is not None for v in (self.tag, self.user, self.session, self.search))
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +182,8 @@ class _Row:
     tokens: int | None
     cost: float | None
     matched: tuple[StepMatch, ...] | None
+    run: Run | None = None
+    """The run read (its scores: `Run.scores`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +253,7 @@ def _pick(
 
     prices = default_prices()
     rows: list[_Row] = []
+    scored: list[tuple[Score, ...]] = []
     hidden = 0
     count = failed = tokens = 0
     cost: float | None = None
@@ -254,6 +272,8 @@ def _pick(
             continue
         if f.session is not None and session_in(md) != f.session:
             continue
+        if not all(sf.keeps(run.scores) for sf in f.scores):
+            continue
         matched = search_run(run, f.search) if f.search is not None else None
         if f.search is not None and matched is None:
             continue
@@ -263,12 +283,17 @@ def _pick(
         tokens += usage.total_tokens or 0
         cost = cost if usage.cost is None else (cost or 0.0) + usage.cost
         rows.append(
-            _Row(summary, session_in(md), user_in(md), tuple(listed_tags(md)), usage.total_tokens, usage.cost, matched)
+            _Row(summary, session_in(md), user_in(md), tuple(listed_tags(md)), usage.total_tokens, usage.cost, matched, run)
         )
+        scored.append(run.scores)
     if f.session is not None:
         # A session reads as a conversation: its turns in order, the newest ``limit`` of them.
         rows = sorted(rows[:limit], key=lambda r: (r.summary.start_ns or 0, r.summary.run_id))
-    summed = {"runs": count, "failed": failed, "tokens": tokens, "cost": cost} if totals else None
+    summed: dict[str, Any] | None = {"runs": count, "failed": failed, "tokens": tokens, "cost": cost} if totals else None
+    if summed is not None:
+        from trajdebug.cli._score import score_means
+
+        summed["scores"] = score_means(scored)
     return _Picked(rows[:limit], hidden, summed)
 
 
@@ -293,6 +318,9 @@ def _row_dict(r: _Row) -> dict[str, Any]:
     )
     if r.matched is not None:
         d["matched"] = [m.to_dict() for m in r.matched]
+    from trajdebug.core.schema import score_to_dict
+
+    d["scores"] = [score_to_dict(s) for s in r.run.scores] if r.run is not None else []
     return d
 
 
@@ -313,10 +341,16 @@ def _print_runs(picked: _Picked) -> None:
     from trajdebug.usage import format_cost, format_tokens
 
     table = Table(box=None, pad_edge=False)
-    for col in ("run", "name", "started", "outcome", "steps", "duration", "tokens", "cost", "session", "user", "why / note"):
-        table.add_column(col, no_wrap=col not in ("name", "why / note"), overflow="ellipsis")
+    from trajdebug.cli._score import score_cells
+
+    # The scores column only when a listed run has a score: a store nobody scored lists as it always did.
+    cells = [score_cells(row.run) if row.run is not None else "" for row in picked.rows]
+    cols = ["run", "name", "started", "outcome", "steps", "duration", "tokens", "cost", "session", "user"]
+    cols += ["scores"] * any(cells) + ["why / note"]
+    for col in cols:
+        table.add_column(col, no_wrap=col not in ("name", "why / note", "scores"), overflow="ellipsis")
     style = {"success": "green", "failure": "red", "incomplete": "yellow"}
-    for row in picked.rows:
+    for row, cell in zip(picked.rows, cells, strict=True):
         r = row.summary
         dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
         why = "; ".join(x for x in (r.failure_reason, r.note) if x)
@@ -333,6 +367,7 @@ def _print_runs(picked: _Picked) -> None:
             format_cost(row.cost),
             escape(row.session or ""),
             escape(row.user or ""),
+            *([escape(cell)] if any(cells) else []),
             escape(why),
         )
     out = console()
@@ -355,6 +390,9 @@ def _print_runs(picked: _Picked) -> None:
         console(unwrapped_piped=True).print(
             f"total: {t['runs']:,} run{'s' if t['runs'] != 1 else ''}, {t['failed']:,} failed{tok}{cost}", markup=False
         )
+        if t.get("scores"):
+            means = ", ".join(f"{n} {m['mean']:.3g} (n={m['n']})" for n, m in t["scores"].items())
+            console(unwrapped_piped=True).print(f"score means: {means}", markup=False)
 
 
 def _print_found(out: Any, rows: list[_Row]) -> None:
@@ -471,6 +509,7 @@ def show_cmd(
         if i:
             out.print()
         shown = render_run(r, out, show_deps=not no_deps, max_steps=max_steps, everything=show_all)
+        _print_scores(out, r, None)
         if show_io:
             from trajdebug.report.step import IO_LIMIT, render_step
 
@@ -514,7 +553,20 @@ def _show_steps(
         else:
             picked = [(by_id[id(r)], by_id[id(r)].step_map().get(s.step_id, s)) for r, s in picked]
     if as_json:
-        emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
+        from trajdebug.core.schema import score_to_dict
+
+        emit_json(
+            {
+                "steps": [
+                    {
+                        "run_id": r.run_id,
+                        **step_to_json(s, r),
+                        "scores": [score_to_dict(x) for x in r.scores if x.step_id == s.step_id],
+                    }
+                    for r, s in picked
+                ]
+            }
+        )
         return
     from trajdebug.core.escape import visible
 
@@ -526,6 +578,20 @@ def _show_steps(
             # Steps of the same name in several runs look alike: say whose each one is.
             out.print(f"run {visible(r.run_id[:12])}  {visible(r.name)}  {r.outcome}", markup=False, style="bold")
         render_step(s, r, out)
+        _print_scores(out, r, s.step_id)
+
+
+def _print_scores(out: Any, run: Run, step_id: str | None) -> None:
+    """A run's scores (``step_id`` None: all of them, each a step's naming its step) or one step's, after what
+    `show` printed of it; nothing when there are none."""
+    from trajdebug.cli._score import score_lines
+    from trajdebug.core.escape import visible
+
+    lines = score_lines(run, step_id)
+    if lines:
+        out.print("scores:", markup=False, style="bold")
+        for line in lines:
+            out.print(f"  {visible(line)}", markup=False)
 
 
 def register(cli: click.Group) -> None:

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from trajdebug.core import ledger
 from trajdebug.core.codec import loads
-from trajdebug.core.model import Answer, Dependency, ErrorEvent, Run, StageChange, Step
+from trajdebug.core.model import Answer, Dependency, ErrorEvent, Run, Score, StageChange, Step
 from trajdebug.core.schema import (
     FORMAT_VERSION,
     MARK_KEY,
@@ -40,6 +40,7 @@ from trajdebug.core.schema import (
     decode_dep,
     decode_error,
     decode_outcome,
+    decode_score,
     decode_stage,
     decode_step,
     dedupe,
@@ -93,6 +94,7 @@ class _RunParts:
     stages: dict[str, list[StageChange]] = field(default_factory=dict)
     mark: dict[str, Any] | None = None
     answers: list[Answer] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)
 
 
 class RunBuilder:
@@ -298,6 +300,11 @@ class RunBuilder:
             if answer is None:
                 return False
             self._parts(run_id).answers.append(answer)
+        elif t == "score":
+            score = decode_score(rec, problems)
+            if score is None:
+                return False
+            self._parts(run_id).scores.append(score)
         else:
             problems.append(f"unknown record type {t!r}; skipped")
             return False
@@ -358,6 +365,7 @@ def _build(p: _RunParts) -> Run:
         errors=tuple(errors),
         continues=p.continues,
         answers=latest_answers(p.answers),
+        scores=tuple(p.scores),
     )
 
 

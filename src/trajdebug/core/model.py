@@ -55,6 +55,12 @@ Stage = Literal["occurred", "propagated", "recovered", "ignored", "failed"]
 Severity = Literal["WARN", "ERROR", "CRITICAL"]
 """An error's severity, assigned by the lifecycle analysis."""
 
+ScoreSource = Literal["human", "code", "llm"]
+"""Where a score came from: a person, a program (a check, an evaluator), a model (an LLM judge)."""
+
+ScoreValue = float | int | str | bool
+"""A score's value: a number, a category (a string) or a boolean."""
+
 STEP_KINDS: tuple[str, ...] = get_args(StepKind)
 BOUNDARY_KINDS: frozenset[str] = frozenset({"llm", "tool", "retrieval"})
 """Kinds of step that cross the agent's boundary (a model or the outside world): nondeterministic, recorded for replay."""
@@ -68,6 +74,7 @@ DEP_KINDS: tuple[str, ...] = get_args(DepKind)
 DEP_ORIGINS: tuple[str, ...] = get_args(DepOrigin)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 STAGES: tuple[str, ...] = get_args(Stage)
+SCORE_SOURCES: tuple[str, ...] = get_args(ScoreSource)
 
 TRUNCATED_KEY = "__trajdebug_truncated__"
 """Marker key of a value stored truncated: ``{TRUNCATED_KEY: original_size, "head": "..."}``."""
@@ -243,6 +250,32 @@ answer about the step that leads the group (`trajdebug.core.schema.latest_answer
 
 
 @dataclass(frozen=True, slots=True)
+class Score:
+    """A judgement put on a run or on one of its steps after the fact or while it ran: a named number,
+    category or boolean (Langfuse's scores, LangSmith's feedback, Phoenix's annotations).
+
+    More than a verdict (`trajdebug.mark`) or a root-cause label: a run or step holds any number of scores,
+    under several names and from several authors, and a score is never merged into another (two scores of one
+    name are two judgements, both kept).  The analysis does not read them.
+    """
+
+    name: str
+    """What is judged (``helpfulness``, ``correct``, ``tone``)."""
+    value: ScoreValue
+    """A number, a category (a non-empty string) or a boolean."""
+    source: ScoreSource = "human"
+    """Where it came from: ``human``, ``code`` (a check, an evaluator) or ``llm`` (a model as judge)."""
+    by: str | None = None
+    """Who gave it: a person, a check's name, a model (None: not said)."""
+    comment: str | None = None
+    """Why, in words (redacted like every free text when redaction is on)."""
+    step_id: str | None = None
+    """The step judged; None: the whole run."""
+    at_ns: int = 0
+    """When, in nanoseconds since the epoch (0: unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """One agent run (one trace): its steps in start order and its errors."""
 
@@ -268,6 +301,8 @@ class Run:
     """The run this one continues (the earlier turn of a conversation), if any."""
     answers: tuple[Answer, ...] = ()
     """Answers about its steps' outputs (a person, a check, a model, a passing run), oldest first."""
+    scores: tuple[Score, ...] = ()
+    """Scores put on the run and its steps (`Score`), oldest first, every one kept."""
 
     def step(self, step_id: str) -> Step:
         """Return the step with this id.
@@ -320,6 +355,7 @@ __all__ = [
     "OUTCOMES",
     "REDACTED",
     "REPR_KEY",
+    "SCORE_SOURCES",
     "STAGES",
     "STEP_KINDS",
     "TRUNCATED_KEY",
@@ -332,6 +368,9 @@ __all__ = [
     "ErrorInfo",
     "Outcome",
     "Run",
+    "Score",
+    "ScoreSource",
+    "ScoreValue",
     "Severity",
     "Stage",
     "StageChange",

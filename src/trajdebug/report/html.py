@@ -57,6 +57,10 @@ SCRIPTS = (
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""
+SCORE_ASSETS = ("scores.js", "scores.css")
+"""The scores' own script and style (the score table, the inspector's score section, serve's score form), kept
+apart from the lists above so that the panels and the scores change without touching each other; the script
+defines what main.js and the inspector call, so it loads just before main.js (`page_parts`)."""
 
 _JSON_ESCAPES = {
     ord("<"): "\\u003c",
@@ -101,6 +105,7 @@ def report_data(
     source: str | None = None,
     ask_endpoint: str | None = None,
     same_input: Mapping[str, Any] | None = None,
+    score_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The document the report embeds: the run, its analysis, its errors, the graph views and
     what the "find the cause" panel needs (`trajdebug.report.question.ask_data`).
@@ -115,6 +120,8 @@ def report_data(
         same_input: The passing run of the same input and where the two runs part
             (`trajdebug.replay.diffview.parting`), when the caller found one; without it, the analysis's
             first same-input reference is named alone (`same_input_doc`).
+        score_endpoint: The URL the score form posts to (``trajdebug serve``); None: the scores are shown, with
+            no form (a report file cannot store one).
     """
     from trajdebug.report.analysis import compared_note, verdict_note
     from trajdebug.report.chat import chat_views
@@ -153,8 +160,17 @@ def report_data(
         "chat": chat_views(run, _capped),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
         "same_input": same_input_doc(analysis, same_input),
+        **scores_doc(run, score_endpoint),
     }
     return data
+
+
+def scores_doc(run: Run, endpoint: str | None) -> dict[str, Any]:
+    """What the score table, the inspector's score section and serve's score form read: the run's scores
+    (`trajdebug.scores`, a step's naming it) and where the form posts (None: no form)."""
+    from trajdebug.core.schema import score_to_dict
+
+    return {"scores": [score_to_dict(s) for s in run.scores], "score_endpoint": endpoint}
 
 
 def same_input_doc(analysis: Analysis, parting: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -230,8 +246,8 @@ def _sha256(text: str) -> str:
 
 def page_parts() -> tuple[str, str]:
     """The page's style sheet and script, joined from the package's assets."""
-    style = "\n".join(_asset(n) for n in STYLES)
-    body = "\n".join(_asset(n) for n in SCRIPTS)
+    style = "\n".join(_asset(n) for n in (*STYLES, SCORE_ASSETS[1]))
+    body = "\n".join(_asset(n) for n in (*SCRIPTS[:-1], SCORE_ASSETS[0], SCRIPTS[-1]))
     script = '"use strict";\n(function () {\n' + body + "\n})();\n"
     return style, script
 
@@ -256,6 +272,7 @@ def report_html(
     nav: Sequence[tuple[str, str]] = (),
     ask_endpoint: str | None = None,
     same_input: Mapping[str, Any] | None = None,
+    score_endpoint: str | None = None,
 ) -> str:
     """The report of one run as a self-contained HTML page.
 
@@ -267,10 +284,16 @@ def report_html(
             both are escaped; hrefs must be the caller's own relative URLs.
         ask_endpoint: Where the "find the cause" panel posts answers (``trajdebug serve``).
         same_input: The passing run of the same input and where the runs part (`report_data`).
+        score_endpoint: Where the score form posts (``trajdebug serve``; `report_data`).
     """
     style, script = page_parts()
     data = report_data(
-        analysis, verification=verification, source=source, ask_endpoint=ask_endpoint, same_input=same_input
+        analysis,
+        verification=verification,
+        source=source,
+        ask_endpoint=ask_endpoint,
+        same_input=same_input,
+        score_endpoint=score_endpoint,
     )
     run = analysis.run
     title = f"trajdebug: {run.name or run.run_id} ({run.outcome})"

@@ -310,7 +310,12 @@ class _Pages:
         nav += self._session_nav(analysis.run)
         endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
         body = report_html(
-            analysis, source=str(self.source), nav=nav, ask_endpoint=endpoint, same_input=self._parting(analysis)
+            analysis,
+            source=str(self.source),
+            nav=nav,
+            ask_endpoint=endpoint,
+            same_input=self._parting(analysis),
+            score_endpoint="/api/runs/" + quote(rid, safe="") + "/scores",
         )
         style, script = page_parts()
         # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
@@ -427,6 +432,31 @@ class _Pages:
         return JSONResponse(state)
 
 
+    async def api_scores(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        body = await request.body()
+        return await run_in_threadpool(self._score, request, body)
+
+    def _score(self, request: Request, body: bytes) -> Response:
+        """Serve's score form: a score posted on the run or a step, checked and stored (`trajdebug.serve.scores`)."""
+        from trajdebug.serve.scores import BadScore, parse_score, store_score
+
+        run_id = request.path_params["run_id"]
+        try:
+            run = self.catalog.analysis(run_id).run
+            h = request.headers
+            score = parse_score(body, h.get("content-type", ""), h.get("origin"), h.get("host"), run)
+            stored = store_score(self.source, run, score)
+        except KeyError as exc:
+            return JSONResponse({"error": str(exc.args[0]) if exc.args else f"no run {run_id!r}"}, status_code=404)
+        except BadScore as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except (GraphError, SourceError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        return JSONResponse({"score": stored})
+
+
 def create_app(
     source: str | Path,
     *,
@@ -448,6 +478,7 @@ def create_app(
         Route("/", pages.run_list),
         Route("/api/runs", pages.api_runs),
         Route("/api/runs/{run_id:path}/ask", pages.api_ask, methods=["GET", "POST"]),
+        Route("/api/runs/{run_id:path}/scores", pages.api_scores, methods=["POST"]),
         Route("/sessions", pages.session_list),
         Route("/api/sessions", pages.session_list),
         Route("/sessions/{session:path}", pages.session_page),

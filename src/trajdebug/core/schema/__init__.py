@@ -13,6 +13,7 @@ object with ``"v"`` (the format version) and ``"t"`` (the record type):
 ``end``    the run ended (outcome, reason, and what the recorder lost or redacted)
 ``mark``   a person's verdict after the fact (outcome, reason): overrides the recorded outcome
 ``answer`` a judgement of one step's output (correct, wrong, don't know), who gave it, when, why
+``score``  a named number, category or boolean put on a run or a step, where from, who, why, when
 
 Everything that writes records builds them here (the recorder's writer
 thread, `run_to_records` for the store, the JSONL writer, imports and
@@ -91,6 +92,14 @@ from trajdebug.core.schema._runs import (
     run_to_records,
     step_to_dict,
 )
+from trajdebug.core.schema._scores import (
+    decode_score,
+    make_score,
+    parse_value,
+    score_record,
+    score_text,
+    score_to_dict,
+)
 
 
 __all__ = [
@@ -108,6 +117,12 @@ __all__ = [
     "answer_record",
     "answer_to_dict",
     "decode_answer",
+    "decode_score",
+    "make_score",
+    "parse_value",
+    "score_record",
+    "score_text",
+    "score_to_dict",
     "latest_answers",
     "KindWarning",
     "Problems",

@@ -22,7 +22,7 @@ FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
 """Versions this trajdebug reads."""
 
-RECORD_TYPES: tuple[str, ...] = ("run", "step", "open", "error", "stage", "dep", "meta", "end", "mark", "answer")
+RECORD_TYPES: tuple[str, ...] = ("run", "step", "open", "error", "stage", "dep", "meta", "end", "mark", "answer", "score")
 """Every record type, in the order a run usually writes them."""
 
 KIND_ATTRIBUTE = "recorded_kind"

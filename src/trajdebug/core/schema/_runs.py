@@ -24,6 +24,7 @@ from trajdebug.core.schema._records import (
     stage_record,
     step_to_record,
 )
+from trajdebug.core.schema._scores import score_record, score_to_dict
 
 
 def _plain_records(run: Run) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
@@ -41,6 +42,7 @@ def _plain_records(run: Run) -> tuple[list[dict[str, Any]], dict[str, Any], bool
         )
         recs.extend(stage_record(run.run_id, e.error_id, c.stage, c.step_id, c.time_ns, c.reason) for c in e.stages)
     recs.extend(answer_record(run.run_id, a) for a in run.answers)
+    recs.extend(score_record(run.run_id, s) for s in run.scores)
     # The end record is redacted with the others (its failure reason may quote a secret); the
     # account is added after, so its counts are never taken for secrets.
     ended = run.outcome != "incomplete"
@@ -290,6 +292,8 @@ def run_to_dict(run: Run, *, steps: bool = True) -> dict[str, Any]:
     }
     if run.answers:
         out["answers"] = [answer_to_dict(a) for a in run.answers]
+    if run.scores:
+        out["scores"] = [score_to_dict(s) for s in run.scores]
     if steps:
         out["steps"] = [step_to_dict(s) for s in run.steps]
         out["errors"] = [error_to_dict(e) for e in run.errors]

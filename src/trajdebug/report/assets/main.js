@@ -1,6 +1,7 @@
 // main.js: wire the panels together; the graph and the chain table are built when first shown.
 
 buildHeader(document.getElementById("head"));
+buildScores(document.getElementById("head"));
 buildCauses(document.getElementById("causes"));
 buildInspector(document.getElementById("inspector"));
 const WATERFALL = buildWaterfall(document.getElementById("waterfall"));

@@ -295,6 +295,7 @@ function buildInspector(host) {
     host.appendChild(section("Depends on (" + depsIn.length + ")", depList(depsIn, "in")));
     host.appendChild(section("Used by (" + depsOut.length + ")", depList(depsOut, "out")));
     if (s.attributes && Object.keys(s.attributes).length) host.appendChild(section("Attributes", valueView(s.attributes)));
+    host.appendChild(stepScoresSection(id));
   }
   host.addEventListener("click", (ev) => {
     const b = ev.target.closest("button[data-step]");

@@ -13,8 +13,8 @@ from typing import Any
 
 from trajdebug.core import chat
 from trajdebug.core.codec import loads
-from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, Run, StageChange, Step
-from trajdebug.core.schema import latest_answers
+from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, Run, Score, StageChange, Step
+from trajdebug.core.schema import latest_answers, make_score
 from trajdebug.sources.formats import _semconv as sc
 from trajdebug.sources.formats._otlp_errors import (
     AGENTS_SDK_SCOPES,
@@ -38,6 +38,8 @@ from trajdebug.sources.formats.otlp_json import (
     RUN_NAME,
     RUN_OUTCOME,
     RUN_START,
+    SCORE,
+    SCORE_EVENT,
     SPAN_KINDS,
     STEP_AGENT,
     STEP_ATTEMPT,
@@ -113,6 +115,7 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
         errors=tuple(errors),
         continues=res.get(RUN_CONTINUES),
         answers=_own_answers(spans, ids) if own else (),
+        scores=_scores(spans, ids),
     )
     return run
 
@@ -138,6 +141,32 @@ def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...
                 Answer(ids[s.span_id], correct, by, t, reason if isinstance(reason, str) else None, admissible=admissible)
             )
     return latest_answers(found)
+def _scores(spans: list[Span], ids: Mapping[str, str]) -> tuple[Score, ...]:
+    """The scores trajdebug's exporter wrote as ``trajdebug.score`` events, in the order of the spans; an event
+    that fails the score check (`make_score`) is left out."""
+    found = []
+    for s in spans:
+        for name, t, a in s.events:
+            if name != SCORE_EVENT:
+                continue
+            on_run = a.get(SCORE + "target") == "run"
+            try:
+                found.append(
+                    make_score(
+                        a.get(SCORE + "name"),
+                        a.get(SCORE + "value"),
+                        source=a.get(SCORE + "source", "human"),
+                        by=a.get(SCORE + "by"),
+                        comment=a.get(SCORE + "comment"),
+                        step_id=None if on_run else ids[s.span_id],
+                        at_ns=t if isinstance(t, int) and t > 0 else 0,
+                    )
+                )
+            except ValueError:
+                continue
+    return tuple(sorted(found, key=lambda x: x.at_ns))
+
+
 # The attributes that name a conversation or session: OpenInference, OpenTelemetry GenAI.
 _SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
 

@@ -113,6 +113,8 @@ def _resource_spans(run: Run, scope: Mapping[str, Any]) -> dict[str, Any]:
     stage_events = _stage_events(run)
     for sid, events in _answer_events(run).items():
         stage_events.setdefault(sid, []).extend(events)
+    for sid, events in _score_events(run).items():
+        stage_events.setdefault(sid, []).extend(events)
     spans = [_span(run, trace, s, stage_events.get(s.step_id, [])) for s in run.steps]
     return {
         "resource": {"attributes": resource_attributes(run)},
@@ -144,6 +146,28 @@ def _answer_events(run: Run) -> dict[str, list[dict[str, Any]]]:
         out.setdefault(a.step_id, []).append(
             {"timeUnixNano": str(a.at_ns), "name": o.ANSWER_EVENT, "attributes": _attrs(attrs)}
         )
+    return out
+
+
+def _score_events(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """The run's scores as ``trajdebug.score`` events (read back by `trajdebug.sources.formats.otlp`): a step's on
+    its span, the run's on its first top-level span (target ``run``), where a backend shows a trace's root."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    top = next((s.step_id for s in run.steps if s.parent_id is None), run.steps[0].step_id if run.steps else None)
+    ids = {s.step_id for s in run.steps}
+    for sc in run.scores:
+        at = sc.step_id if sc.step_id in ids else top if sc.step_id is None else None
+        if at is None:
+            continue
+        attrs = {
+            o.SCORE + "name": sc.name,
+            o.SCORE + "value": sc.value,
+            o.SCORE + "source": sc.source,
+            o.SCORE + "by": sc.by,
+            o.SCORE + "comment": sc.comment,
+            o.SCORE + "target": "step" if sc.step_id else "run",
+        }
+        out.setdefault(at, []).append({"timeUnixNano": str(sc.at_ns), "name": o.SCORE_EVENT, "attributes": _attrs(attrs)})
     return out
 
 

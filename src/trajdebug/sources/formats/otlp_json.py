@@ -42,6 +42,10 @@ ERROR_STAGE_EVENT = "trajdebug.error."  # + stage name
 ANSWER_EVENT = "trajdebug.answer"
 """A span event: an answer stored with the run about this span's step (``trajdebug.answer.*`` attributes)."""
 ANSWER = "trajdebug.answer."
+SCORE_EVENT = "trajdebug.score"
+"""A span event: a score put on this span's step, or (``trajdebug.score.target`` ``run``) on the run, carried by its
+first top-level span (``trajdebug.score.*`` attributes: name, value, source, by, comment)."""
+SCORE = "trajdebug.score."
 
 _STATUS_CODES = {
     "STATUS_CODE_UNSET": 0,
