@@ -1212,3 +1212,45 @@ def test_after_a_wrong_input_the_next_question_is_one_of_that_steps_producers_an
         gs.answer(Answer(sid, int(sid[1:]) < 1 if sid.startswith("u") else True, "person", 1))
     g = gs.result()
     assert asked[0] != "u5" and g.root == "u1" and g.certain
+
+
+def _support_log() -> Run:
+    """A billing chat whose second assistant turn looked up the wrong invoice, and the customer said so."""
+    from trajdebug.sources.formats.messages import messages_to_run
+
+    def call(cid: str, name: str, args: str) -> dict[str, object]:
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": args}}]}
+
+    messages = [
+        {"role": "system", "content": "Refund a duplicate charge only when the invoice shows two payments."},
+        {"role": "user", "content": "I was charged twice for my March bill. My number is +43 660 1234567."},
+        call("c1", "lookup_customer", '{"phone": "+43 660 1234567"}'),
+        {"role": "tool", "tool_call_id": "c1", "name": "lookup_customer",
+         "content": '{"customer_id": "C-88412", "invoices": ["INV-2026-03-88412", "INV-2026-02-88412"]}'},
+        call("c2", "get_invoice", '{"invoice_id": "INV-2026-02-88412"}'),
+        {"role": "tool", "tool_call_id": "c2", "name": "get_invoice",
+         "content": '{"invoice_id": "INV-2026-02-88412", "payments": [{"amount": 29.9}]}'},
+        {"role": "assistant", "content": "Invoice INV-2026-02-88412 was paid only once, so there is nothing to refund."},
+        {"role": "user", "content": "That's wrong. My bank shows two debits of 29.90 for March."},
+        {"role": "assistant", "content": "I am sorry, I cannot refund anything for this invoice."},
+    ]
+    run, problems = messages_to_run(messages, run_id="support", outcome="failure")
+    assert not problems
+    return run
+
+
+def test_a_right_reply_to_a_turn_proves_nothing_of_the_turn_after_it() -> None:
+    """A customer's truthful complaint answered right does not prove the assistant turn after it the root: that
+    turn read the earlier assistant turn too (a turn-order edge), which is still to be answered."""
+    from trajdebug.analysis import analyze
+
+    analysis = analyze(_support_log())
+    last = analysis.run.steps[-1].step_id
+    complaint = analysis.run.steps[-2].step_id
+
+    def oracle(step: Step, run: Run) -> bool | None:
+        return True if step.step_id == complaint else None
+
+    g = guided_search(analysis, oracle)
+    assert not (g.certain and g.root == last)

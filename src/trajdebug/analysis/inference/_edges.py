@@ -63,6 +63,12 @@ def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 
     quadratically until every walk hits ``limit``.  Past the budget a walk stops after ``short`` steps
     (a relay next to the step is still found; a path thousands of steps long is not, and the edge is
     kept, in doubt); runs whose walks stay within the budget are thinned exactly as without it.
+
+    A ``context`` edge past the first hop relays nothing: it says a step was made after reading another (a
+    customer's reply to an assistant message, an imported turn order), not that its output carries that
+    step's value, so no walk goes on through one.  An assistant turn that read the whole conversation keeps
+    its edge to the turn before the customer's reply: a correct reply clears nothing the turn read beside it
+    (nu65: a truthful "right" about the customer's complaint proved the turn after it the root).
     """
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     left = max(budget * len(run.steps), _MIN_BUDGET)
@@ -92,6 +98,8 @@ def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 
                 deps = deps_of.get(stack.pop(), ())
                 left -= len(deps)
                 for o in deps:
+                    if o.kind == "context":
+                        continue  # read, not relayed (see above)
                     q = o.step_id
                     if q == d.step_id:
                         found = True
