@@ -273,9 +273,26 @@ def compared_note(a: Analysis) -> str:
         named = ", ".join(f"{count} of {name}" for name, count in others[:3]) + (", ..." if len(others) > 3 else "")
         note += (
             f"; --refs held {_runs(n)} of another agent, skipped ({named}; this run is {a.run.name}:"
-            " only runs of the same name are compared)"
+            f" only runs of the same name are compared; {naming_fix(a.run)})"
         )
     return note
+
+
+MESSAGE_LOGS = frozenset({"openai-messages", "transcript"})
+"""Imported formats whose run is named by a top-level ``name``, else by the file's stem (docs/importers.md)."""
+
+
+def naming_fix(run: Run) -> str:
+    """How to give a run and its passing runs one name, in the terms of where ``run`` came from.
+
+    A message log without a ``name`` is named after its file, so a failing and a passing log kept in two files
+    (as the ``--refs`` examples suggest) are two agents until each says its name (newuser65)."""
+    fmt = run.metadata.get("source_format")
+    if fmt in MESSAGE_LOGS or (fmt is None and run.name == run.run_id):
+        return 'to compare them, give each log the same top-level "name" (else its file\'s stem names its runs)'
+    if fmt == "otlp":
+        return "to compare them, give their top spans one name (or the resource attribute trajdebug.run.name)"
+    return "to compare them, record them under one name (trajdebug.run(NAME, ...))"
 
 
 def _runs(n: int) -> str:
