@@ -10,6 +10,7 @@ import click
 
 from trajdebug.cli._common import console, emit_json, fail, fmt_option, is_derived, json_option, store_path
 from trajdebug.core.model import Run
+from trajdebug.core.shortids import shortener
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,12 +62,15 @@ def add_verify_option(command: F) -> F:
 # -- diff ---------------------------------------------------------------------------------------
 
 
-def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: Run | None = None) -> tuple[Path, Run]:
+def _resolve(
+    ref: str, fmt: str | None, store: str | None, want: str, partner: Run | None = None
+) -> tuple[Path, Run, tuple[str, ...]]:
     """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store; with the file it was read
-    from (run ids are per file: ``task-5`` of two message logs are two runs).  Of several passing runs, the one
+    from (run ids are per file: ``task-5`` of two message logs are two runs) and the run ids of that file (what
+    the id shown must stay unique among: `trajdebug.core.shortids`).  Of several passing runs, the one
     given the same input as ``partner`` (the failing run) when there is one: only that run's values can say which
     value is wrong (`trajdebug.same_input`); else the newest."""
-    from trajdebug.sources.load import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs, select_run
 
     path, run_id = ref, None
     if not Path(ref).exists() and "@" in ref:
@@ -83,7 +87,8 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
             raise fail(f"{ref}: no such file or store, so read as a run id: {exc.message}") from None
         as_id = f"{ref}: no such file or store, so read as a run id in {path}: "
     try:
-        runs = load_runs(path, run_id=run_id, fmt=fmt)
+        every = load_runs(path, fmt=fmt)
+        runs = select_run(path, every, run_id) if run_id is not None else every
     except SourceError as exc:
         raise click.ClickException(f"{as_id}{exc}") from None
     if not runs:
@@ -95,6 +100,7 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
             f"BAD: {path} holds no failing run ({len(runs)} passing); name the run to compare with PATH@RUN_ID "
             f"(`trajdebug runs {path}` lists them)"
         )
+    ids = tuple(r.run_id for r in every)
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
@@ -103,13 +109,13 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
 
             twin = same_input(partner, [r for r in originals if r.run_id != partner.run_id])
             if twin is not None:
-                return Path(path).resolve(), twin
+                return Path(path).resolve(), twin, ids
         fitting = [r for r in originals if r.outcome == want] or originals
-        return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns)
-    return Path(path).resolve(), runs[0]
+        return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns), ids
+    return Path(path).resolve(), runs[0], ids
 
 
-def _render_diff(al: Any, iso: Any) -> None:
+def _render_diff(al: Any, iso: Any, short: tuple[Callable[[str], str], Callable[[str], str]]) -> None:
     """Print `trajdebug.replay.diffview.diff_lines` (the library says what; this prints it, escaped)."""
     from rich.text import Text
 
@@ -118,7 +124,7 @@ def _render_diff(al: Any, iso: Any) -> None:
     # Piped into a file or a pager, a value is one line (nu30 finding 8: wrapped at 80 columns mid-value, a date
     # read "2026-12-0" / "1"); on a terminal, rich wraps to its width.
     con = console(unwrapped_piped=True)
-    for line in diff_lines(al, iso):
+    for line in diff_lines(al, iso, short):
         text = Text()
         for part, style in line:
             text.append(part, style=style or None)
@@ -173,10 +179,11 @@ def diff_cmd(
     """
     from trajdebug.replay import align, isolate
 
-    b_file, b = _resolve(bad, fmt, store, "failure")
-    g_file, g = _resolve(good, fmt, store, "success", partner=b)
+    b_file, b, b_ids = _resolve(bad, fmt, store, "failure")
+    g_file, g, g_ids = _resolve(good, fmt, store, "success", partner=b)
+    short = (shortener(g_ids), shortener(b_ids))
     if g_file == b_file and g.run_id == b.run_id:
-        raise click.ClickException(f"GOOD and BAD are the same run ({g.run_id[:12]})")
+        raise click.ClickException(f"GOOD and BAD are the same run ({short[1](g.run_id)})")
     al = align(g, b)
     iso = isolate(load_callable(entry), g, b) if entry else None
     if as_json:
@@ -185,7 +192,7 @@ def diff_cmd(
             out["isolation"] = iso.to_dict()
         emit_json(out)
         return
-    _render_diff(al, iso)
+    _render_diff(al, iso, short)
 
 
 def register(cli: click.Group) -> None:
