@@ -1188,3 +1188,52 @@ def test_diff_prints_an_input_steps_values_once() -> None:
     al = align(*_support_runs())
     [first] = [p for p in al.pairs if p.bad is not None and p.bad.kind == "input"]
     assert [k for k, _ in values(al, first, 160)] == ["good input:", "bad input:"]
+
+
+def _shop_store(path: Path, name: str, outcome: str, steps: tuple[str, ...]) -> Path:
+    """A SQLite store of one recorded run of ``name`` whose steps are ``steps`` (tools), failing or passing."""
+    import trajdebug
+
+    try:
+        with trajdebug.run(name, store=str(path), task="t"):
+            for step in steps:
+                trajdebug.step(step, kind="tool")(lambda x: {"x": x})(1)
+            if outcome == "failure":
+                raise ValueError("total is wrong")
+    except ValueError:
+        pass
+    return path
+
+
+def test_diff_with_good_and_bad_swapped_says_to_swap_them(tmp_path: Path) -> None:
+    """`diff FAIL.db PASS.db` (GOOD and BAD swapped) fails saying the arguments look swapped and giving the
+    command the other way round (newuser65)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    fail = _shop_store(tmp_path / "fail.db", "shop", "failure", ("lookup", "total"))
+    ok = _shop_store(tmp_path / "pass.db", "shop", "success", ("lookup", "total"))
+    res = CliRunner().invoke(cli, ["diff", str(fail), str(ok)])
+    assert res.exit_code != 0
+    text = " ".join(res.output.split())
+    assert "holds no failing run" in text and "the arguments look swapped" in text, text
+    assert f"trajdebug diff {ok} {fail}" in text
+    assert CliRunner().invoke(cli, ["diff", str(ok), str(fail)]).exit_code == 0
+
+
+def test_diff_of_two_different_agents_is_a_one_line_error_unless_forced(tmp_path: Path) -> None:
+    """Two runs of different names sharing no step are said in one line to be two agents' runs, with a non-zero
+    exit; --force diffs them anyway (newuser65: a support log against a group chat printed a diff of nothing)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    ok = _shop_store(tmp_path / "pass.db", "shop", "success", ("lookup", "total"))
+    fail = _shop_store(tmp_path / "chat.db", "groupchat", "failure", ("planner", "coder"))
+    res = CliRunner().invoke(cli, ["diff", str(ok), str(fail)])
+    assert res.exit_code != 0 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "GOOD (shop) and BAD (groupchat) are runs of two different agents" in " ".join(res.output.split())
+    forced = CliRunner().invoke(cli, ["diff", str(ok), str(fail), "--force"])
+    assert forced.exit_code == 0 and "0 steps paired" in forced.output, forced.output
+

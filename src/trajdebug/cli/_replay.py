@@ -96,7 +96,7 @@ def _resolve(
     if want == "failure" and run_id is None and all(r.outcome == "success" for r in runs):
         # BAD named by its file: its newest failing run is meant, and there is none (nu63: "GOOD and BAD are the
         # same run" said nothing of that when both named one store of passing runs).
-        raise click.ClickException(
+        raise _NoFailingRun(
             f"BAD: {path} holds no failing run ({len(runs)} passing); name the run to compare with PATH@RUN_ID "
             f"(`trajdebug runs {path}` lists them)"
         )
@@ -113,6 +113,41 @@ def _resolve(
         fitting = [r for r in originals if r.outcome == want] or originals
         return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns), ids
     return Path(path).resolve(), runs[0], ids
+
+
+class _NoFailingRun(click.ClickException):
+    """BAD names a file of passing runs alone: `diff_cmd` adds the swap when GOOD's file holds the failing run."""
+
+
+def _swapped(good: str, bad: str, fmt: str | None, exc: click.ClickException) -> click.ClickException:
+    """The error for a BAD of passing runs alone, saying the arguments look swapped when GOOD's file holds a
+    failing run (newuser65: `diff fail.db pass.db` named no order, though GOOD comes first)."""
+    from trajdebug.sources.load import SourceError, load_runs
+
+    if not Path(good).exists():
+        return exc
+    try:
+        failed = sum(r.outcome == "failure" for r in load_runs(good, fmt=fmt))
+    except SourceError:
+        return exc
+    if not failed:
+        return exc
+    return click.ClickException(
+        f"{exc.message}; GOOD ({good}) holds {failed} failing run{'s' if failed != 1 else ''}: the arguments look "
+        f"swapped (GOOD, the passing run, comes first): trajdebug diff {bad} {good}"
+    )
+
+
+def _other_agents(g: Run, b: Run, al: Any) -> str | None:
+    """One line when the two runs share no step and have different names: runs of two agents, whose diff lists
+    every step as one side's only (newuser65: a support log against a group chat said nothing of it)."""
+    if g.name == b.name or any(p.good is not None and p.bad is not None for p in al.pairs):
+        return None
+    return (
+        f"GOOD ({g.name}) and BAD ({b.name}) are runs of two different agents: no step of one pairs with a step of "
+        "the other, so a diff says nothing; compare BAD with a passing run of its own agent (--force diffs them "
+        "anyway)"
+    )
 
 
 def _render_diff(al: Any, iso: Any, short: tuple[Callable[[str], str], Callable[[str], str]]) -> None:
@@ -144,9 +179,10 @@ def _render_diff(al: Any, iso: Any, short: tuple[Callable[[str], str], Callable[
     metavar="MODULE:FUNCTION",
     help="Also isolate the failure-inducing differences by replay (delta debugging) through this entry point.",
 )
+@click.option("--force", is_flag=True, help="Diff runs of two different agents too (no step paired, names differ).")
 @json_option
 def diff_cmd(
-    good: str, bad: str, fmt: str | None, store: str | None, entry: str | None, as_json: bool
+    good: str, bad: str, fmt: str | None, store: str | None, entry: str | None, force: bool, as_json: bool
 ) -> None:
     """Align a passing and a failing run step by step and show where they diverge.
 
@@ -167,7 +203,9 @@ def diff_cmd(
     were given different inputs, the header says so: nearly every value
     then differs, and the comparison shows where the agent behaved
     otherwise, not which value is wrong (compare with a passing run of the
-    same input for that).
+    same input for that).  Runs of two different agents (different names,
+    no step paired) are an error unless --force; a BAD file of passing runs
+    alone, when GOOD's file holds a failing run, is said to look swapped.
     With --isolate, replays find the minimal failure-inducing set of
     differences (Zeller's dd) and the earliest correction that removes the
     failure.
@@ -179,12 +217,18 @@ def diff_cmd(
     """
     from trajdebug.replay import align, isolate
 
-    b_file, b, b_ids = _resolve(bad, fmt, store, "failure")
+    try:
+        b_file, b, b_ids = _resolve(bad, fmt, store, "failure")
+    except _NoFailingRun as exc:
+        raise _swapped(good, bad, fmt, exc) from None
     g_file, g, g_ids = _resolve(good, fmt, store, "success", partner=b)
     short = (shortener(g_ids), shortener(b_ids))
     if g_file == b_file and g.run_id == b.run_id:
         raise click.ClickException(f"GOOD and BAD are the same run ({short[1](g.run_id)})")
     al = align(g, b)
+    other = None if force else _other_agents(g, b, al)
+    if other is not None:
+        raise click.ClickException(other)
     iso = isolate(load_callable(entry), g, b) if entry else None
     if as_json:
         out = al.to_dict()
