@@ -1237,3 +1237,54 @@ def test_diff_of_two_different_agents_is_a_one_line_error_unless_forced(tmp_path
     forced = CliRunner().invoke(cli, ["diff", str(ok), str(fail), "--force"])
     assert forced.exit_code == 0 and "0 steps paired" in forced.output, forced.output
 
+
+def _paged_store(path: Path, fail_on: int, start: str, outcome: str) -> Path:
+    """A SQLite store of one run that fetches pages 0-3 of a window through a flaky API retried on error: the
+    first attempt at page ``fail_on`` fails, the retry succeeds."""
+    import trajdebug
+
+    tries: dict[int, int] = {}
+
+    @trajdebug.retry(attempts=3, on=(ConnectionError,))
+    @trajdebug.step(kind="tool")
+    def fetch_page(window: dict[str, str], page: int) -> dict[str, Any]:
+        tries[page] = tries.get(page, 0) + 1
+        if page == fail_on and tries[page] == 1:
+            raise ConnectionError("connection reset by peer")
+        return {"page": page, "rows": [f"{window['start']}#{page}"]}
+
+    try:
+        with trajdebug.run("vat-return", store=str(path), task="FY Q4"):
+            for page in range(4):
+                fetch_page({"start": start}, page)
+            if outcome == "failure":
+                raise ValueError("VAT differs from the ledger")
+    except ValueError:
+        pass
+    return path
+
+
+def test_diff_pairs_the_attempts_of_a_retried_call_by_what_they_asked(tmp_path: Path) -> None:
+    """Attempts of a retried call are paired by request, page with page, though the API failed on another page in
+    each run; a failed attempt pairs with nothing, never with the other run's success (newuser65 item 8)."""
+    from trajdebug.replay import align
+
+    good = trajdebug_run(_paged_store(tmp_path / "good.db", 0, "2026-11-01", "success"))
+    bad = trajdebug_run(_paged_store(tmp_path / "bad.db", 2, "2026-10-01", "failure"))
+    al = align(good, bad)
+    both = [(p.good.input["page"], p.bad.input["page"]) for p in al.pairs if p.good is not None and p.bad is not None]
+    assert both == [(0, 0), (1, 1), (2, 2), (3, 3)], both
+    alone = [(p.status, (p.good or p.bad).status) for p in al.pairs if p.good is None or p.bad is None]
+    assert sorted(alone) == [("only-bad", "error"), ("only-good", "error")], alone
+    out = CliRunner().invoke(cli, ["diff", str(tmp_path / "good.db"), str(tmp_path / "bad.db")]).output
+    lines = [line.split(":", 1)[1].strip() for line in out.splitlines() if "request:" in line]
+    pages = [json.loads(x)["page"] for x in lines]
+    assert pages and all(a == b for a, b in zip(pages[::2], pages[1::2], strict=True)), out
+
+
+def trajdebug_run(path: Path) -> Any:
+    """The one run of a store."""
+    import trajdebug
+
+    [run] = trajdebug.load_runs(str(path))
+    return run
