@@ -190,7 +190,8 @@ def diff_cmd(
     (for BAD its newest failing run; for GOOD its passing run of the same
     input as BAD when it holds one, else its newest passing run), or
     PATH@RUN_ID (a BAD file with no failing run is an error: name its run so).
-    Steps are matched by name path and call order.  Shown: the
+    Steps are matched by name path and call order (a retried call's
+    attempts by what they asked: the same page with the same page).  Shown: the
     first divergence, what differs at each step (the two requests where the
     request differs, the two outputs where only the output does), and the
     steps downstream of it that changed; when several steps answered the
