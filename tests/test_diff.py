@@ -62,12 +62,14 @@ class TestAlign:
         assert len(al.pairs) == len(a.steps)
 
     def test_extra_retry_shows_as_only_in_the_failing_run(self) -> None:
-        """A retry attempt the passing run did not need is aligned as only-bad, the rest stays matched."""
+        """A retry attempt the passing run did not need (the failed attempt that was tried again) is aligned as
+        only-bad, and the last attempt pairs with the passing run's call; the rest stays matched."""
         good = run_demo(None, sinks=[MemorySink()])
         bad = run_demo("wrong-column", sinks=[MemorySink()])
         al = align(good, bad)
         extra = [p for p in al.pairs if p.status == "only-bad"]
-        assert [p.name for p in extra] == ["run_sql"] and extra[0].ordinal == 1
+        assert [p.name for p in extra] == ["run_sql"] and extra[0].ordinal == 0 and extra[0].bad.status == "error"
+        assert [p.status for p in al.pairs if p.name == "run_sql" and p.good is not None] == ["input"]
         matched = [p for p in al.pairs if p.good is not None and p.bad is not None]
         assert all(p.good.name == p.bad.name for p in matched if p.good and p.bad)
 

@@ -388,21 +388,32 @@ def _asked_fields(
 def _match_keys(
     run: Run, paths: Mapping[str, tuple[Path, int]], retried: set[Path], asked: Mapping[Path, tuple[str, ...]]
 ) -> list[MatchKey]:
-    """Each step's `MatchKey`: its path and call order; for a call of a retried path, its path, whether it failed,
-    what it asked (`_asked_fields`) and how many calls before it asked the same, so a
-    failed attempt pairs only with a failed attempt of the same request and never with the other run's success."""
+    """Each step's `MatchKey`: its path and call order; for a call of a retried path, its path, what it asked
+    (`_asked_fields`), whether it is an attempt that failed and was tried again, and how many calls before it
+    were keyed alike.  A failed attempt that was retried thus pairs only with one of the other run's (or with
+    nothing), never with its success; the last attempt at a request is the call, paired with the other run's."""
+    requests: list[tuple[Path, Any] | None] = []
+    for s in run.steps:
+        path = paths[s.step_id][0]
+        given = s.input if isinstance(s.input, Mapping) else {}
+        # No field that varies: every call asked alike, so the calls pair in order.
+        requests.append(None if path not in retried else (path, tuple(canonical(given.get(k)) for k in asked.get(path, ()))))
+    later: set[tuple[Path, Any]] = set()
+    superseded = [False] * len(run.steps)
+    for i in range(len(run.steps) - 1, -1, -1):
+        req = requests[i]
+        if req is not None:
+            superseded[i] = run.steps[i].status == "error" and req in later
+            later.add(req)
     out: list[MatchKey] = []
     count: dict[tuple[Any, ...], int] = {}
-    for s in run.steps:
+    for i, s in enumerate(run.steps):
         path, ordinal = paths[s.step_id]
-        if path not in retried:
+        req = requests[i]
+        if req is None:
             out.append((path, ordinal))
             continue
-        fields = asked.get(path, ())
-        given = s.input if isinstance(s.input, Mapping) else {}
-        # No field that varies: every call asked alike, so the calls pair in order, failures with failures.
-        request = tuple(canonical(given.get(k)) for k in fields)
-        key = (s.status == "error", request)
+        key = (superseded[i], req[1])
         n = count.get(key, 0)
         count[key] = n + 1
         out.append((path, ("asked", *key, n)))
