@@ -135,12 +135,14 @@ def twins(tmp_path: Path) -> Path:
 def test_an_ambiguous_run_prefix_is_a_one_line_error_listing_matches(
     command: list[str], twins: Path, tmp_path: Path
 ) -> None:
-    """`--run PREFIX` that several runs share is a one-line error naming how many and a few of them."""
+    """`--run PREFIX` that several runs share is a one-line error naming how many and a few of them, each whole
+    (a cut one could match no run: newuser65)."""
     args = [a.format(db=twins, tmp=tmp_path) for a in command]
     out = invoke(*args, "--run", "0a1b2c3d", code=1)
     assert len(out.strip().splitlines()) == 1, out
     assert "'0a1b2c3d' is ambiguous: 3 runs match" in out
-    assert "0a1b2c3d0000" in out and "0a1b2c3d0002" in out and "ff" not in out.split("match", 1)[1]
+    listed = out.split("match (", 1)[1].split(")", 1)[0].split(", ")
+    assert sorted(len(i) for i in listed) == [32, 32, 32] and all(i.startswith("0a1b2c3d000") for i in listed)
     invoke(*args, "--run", "0a1b2c3d0002")
 
 

@@ -62,12 +62,14 @@ class TestAlign:
         assert len(al.pairs) == len(a.steps)
 
     def test_extra_retry_shows_as_only_in_the_failing_run(self) -> None:
-        """A retry attempt the passing run did not need is aligned as only-bad, the rest stays matched."""
+        """A retry attempt the passing run did not need (the failed attempt that was tried again) is aligned as
+        only-bad, and the last attempt pairs with the passing run's call; the rest stays matched."""
         good = run_demo(None, sinks=[MemorySink()])
         bad = run_demo("wrong-column", sinks=[MemorySink()])
         al = align(good, bad)
         extra = [p for p in al.pairs if p.status == "only-bad"]
-        assert [p.name for p in extra] == ["run_sql"] and extra[0].ordinal == 1
+        assert [p.name for p in extra] == ["run_sql"] and extra[0].ordinal == 0 and extra[0].bad.status == "error"
+        assert [p.status for p in al.pairs if p.name == "run_sql" and p.good is not None] == ["input"]
         matched = [p for p in al.pairs if p.good is not None and p.bad is not None]
         assert all(p.good.name == p.bad.name for p in matched if p.good and p.bad)
 
@@ -1188,3 +1190,103 @@ def test_diff_prints_an_input_steps_values_once() -> None:
     al = align(*_support_runs())
     [first] = [p for p in al.pairs if p.bad is not None and p.bad.kind == "input"]
     assert [k for k, _ in values(al, first, 160)] == ["good input:", "bad input:"]
+
+
+def _shop_store(path: Path, name: str, outcome: str, steps: tuple[str, ...]) -> Path:
+    """A SQLite store of one recorded run of ``name`` whose steps are ``steps`` (tools), failing or passing."""
+    import trajdebug
+
+    try:
+        with trajdebug.run(name, store=str(path), task="t"):
+            for step in steps:
+                trajdebug.step(step, kind="tool")(lambda x: {"x": x})(1)
+            if outcome == "failure":
+                raise ValueError("total is wrong")
+    except ValueError:
+        pass
+    return path
+
+
+def test_diff_with_good_and_bad_swapped_says_to_swap_them(tmp_path: Path) -> None:
+    """`diff FAIL.db PASS.db` (GOOD and BAD swapped) fails saying the arguments look swapped and giving the
+    command the other way round (newuser65)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    fail = _shop_store(tmp_path / "fail.db", "shop", "failure", ("lookup", "total"))
+    ok = _shop_store(tmp_path / "pass.db", "shop", "success", ("lookup", "total"))
+    res = CliRunner().invoke(cli, ["diff", str(fail), str(ok)])
+    assert res.exit_code != 0
+    text = " ".join(res.output.split())
+    assert "holds no failing run" in text and "the arguments look swapped" in text, text
+    assert f"trajdebug diff {ok} {fail}" in text
+    assert CliRunner().invoke(cli, ["diff", str(ok), str(fail)]).exit_code == 0
+
+
+def test_diff_of_two_different_agents_is_a_one_line_error_unless_forced(tmp_path: Path) -> None:
+    """Two runs of different names sharing no step are said in one line to be two agents' runs, with a non-zero
+    exit; --force diffs them anyway (newuser65: a support log against a group chat printed a diff of nothing)."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    ok = _shop_store(tmp_path / "pass.db", "shop", "success", ("lookup", "total"))
+    fail = _shop_store(tmp_path / "chat.db", "groupchat", "failure", ("planner", "coder"))
+    res = CliRunner().invoke(cli, ["diff", str(ok), str(fail)])
+    assert res.exit_code != 0 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "GOOD (shop) and BAD (groupchat) are runs of two different agents" in " ".join(res.output.split())
+    forced = CliRunner().invoke(cli, ["diff", str(ok), str(fail), "--force"])
+    assert forced.exit_code == 0 and "0 steps paired" in forced.output, forced.output
+
+
+def _paged_store(path: Path, fail_on: int, start: str, outcome: str) -> Path:
+    """A SQLite store of one run that fetches pages 0-3 of a window through a flaky API retried on error: the
+    first attempt at page ``fail_on`` fails, the retry succeeds."""
+    import trajdebug
+
+    tries: dict[int, int] = {}
+
+    @trajdebug.retry(attempts=3, on=(ConnectionError,))
+    @trajdebug.step(kind="tool")
+    def fetch_page(window: dict[str, str], page: int) -> dict[str, Any]:
+        tries[page] = tries.get(page, 0) + 1
+        if page == fail_on and tries[page] == 1:
+            raise ConnectionError("connection reset by peer")
+        return {"page": page, "rows": [f"{window['start']}#{page}"]}
+
+    try:
+        with trajdebug.run("vat-return", store=str(path), task="FY Q4"):
+            for page in range(4):
+                fetch_page({"start": start}, page)
+            if outcome == "failure":
+                raise ValueError("VAT differs from the ledger")
+    except ValueError:
+        pass
+    return path
+
+
+def test_diff_pairs_the_attempts_of_a_retried_call_by_what_they_asked(tmp_path: Path) -> None:
+    """Attempts of a retried call are paired by request, page with page, though the API failed on another page in
+    each run; a failed attempt pairs with nothing, never with the other run's success (newuser65 item 8)."""
+    from trajdebug.replay import align
+
+    good = trajdebug_run(_paged_store(tmp_path / "good.db", 0, "2026-11-01", "success"))
+    bad = trajdebug_run(_paged_store(tmp_path / "bad.db", 2, "2026-10-01", "failure"))
+    al = align(good, bad)
+    both = [(p.good.input["page"], p.bad.input["page"]) for p in al.pairs if p.good is not None and p.bad is not None]
+    assert both == [(0, 0), (1, 1), (2, 2), (3, 3)], both
+    alone = [(p.status, (p.good or p.bad).status) for p in al.pairs if p.good is None or p.bad is None]
+    assert sorted(alone) == [("only-bad", "error"), ("only-good", "error")], alone
+    out = CliRunner().invoke(cli, ["diff", str(tmp_path / "good.db"), str(tmp_path / "bad.db")]).output
+    lines = [line.split(":", 1)[1].strip() for line in out.splitlines() if "request:" in line]
+    pages = [json.loads(x)["page"] for x in lines]
+    assert pages and all(a == b for a, b in zip(pages[::2], pages[1::2], strict=True)), out
+
+
+def trajdebug_run(path: Path) -> Any:
+    """The one run of a store."""
+    import trajdebug
+
+    [run] = trajdebug.load_runs(str(path))
+    return run

@@ -261,3 +261,41 @@ class TestRegistry:
             FormatError, match=r"notes\.txt: cannot tell the format; pass one of .*chatlog.*openai"
         ):
             import_path(other)
+
+
+def test_message_log_run_fields_are_what_docs_importers_says(tmp_path: Path) -> None:
+    """An OpenAI-style log imported into a SQLite store is named by its top-level `name` (else its file's stem,
+    not `run_name` or `agent`), fails with its `failure_reason` as text, keeps `task` as metadata, and leaves its
+    assistant turns' input empty; docs/importers.md states each of these (newuser65)."""
+    from click.testing import CliRunner
+
+    import trajdebug
+    from trajdebug.cli import cli
+
+    messages = [
+        {"role": "user", "content": "I was charged twice for March."},
+        {"role": "assistant", "content": "Let me check your February invoice."},
+    ]
+    (tmp_path / "named.json").write_text(json.dumps({
+        "name": "billing-support", "id": "lena-march", "task": "duplicate charge", "outcome": "failure",
+        "failure_reason": "refund refused", "messages": messages,
+    }), encoding="utf-8")  # fmt: skip
+    (tmp_path / "support_pass.json").write_text(json.dumps({
+        "run_name": "billing-support", "agent": "billing-support", "outcome": "success", "messages": messages,
+    }), encoding="utf-8")  # fmt: skip
+    db = tmp_path / "runs.db"
+    for f in ("named.json", "support_pass.json"):
+        assert CliRunner().invoke(cli, ["import", str(tmp_path / f), "-o", str(db)]).exit_code == 0
+    got = {r.outcome: r for r in trajdebug.load_runs(str(db))}
+    failed, passed = got["failure"], got["success"]
+    assert (failed.name, failed.failure_reason, failed.metadata["task"]) == (
+        "billing-support", "refund refused", "duplicate charge",
+    )  # fmt: skip
+    assert passed.name == "support_pass" and passed.metadata["run_name"] == "billing-support"
+    assert [s.input for s in failed.steps if s.kind == "llm"] == [None]
+    doc = " ".join((Path(__file__).parents[1] / "docs" / "importers.md").read_text(encoding="utf-8").split())
+    for said in ("the run's **name**, else `task <task_id>`, else the **file's stem**",
+                 "`failure_reason` | with `outcome`, the failure's text", "`task` | metadata `task`",
+                 "(`run_name`, `agent`: metadata only; they do not name the run)",
+                 "there every message is a step of its own, and a turn's input is left empty"):
+        assert said in doc, said

@@ -156,3 +156,67 @@ class TestMalformed:
             match=r"x\.json: no run could be read; first problem: object has none of the keys history, messages",
         ):
             read_transcript(_write(tmp_path, {"turns": 3}, "x.json"))
+
+
+def test_transcript_run_fields_import_into_a_store_as_docs_importers_says(tmp_path: Path) -> None:
+    """A JSON list of transcript objects imports into a SQLite store as one run each, with `name` as the run's name
+    (else the file's stem), `outcome` and `failure_reason` as its outcome and failure, `task` as metadata, and a
+    user-role speaker who opens it as an input step; docs/importers.md states each of these for transcripts (newuser65)."""
+    from click.testing import CliRunner
+
+    import trajdebug
+    from trajdebug.cli import cli
+
+    chat = [
+        {"role": "user", "name": "Admin", "content": "Phoenix closes at 16:00. Cut-off in UTC for July?"},
+        {"role": "assistant", "name": "TimezoneExpert", "content": "Phoenix is on MST all year: UTC-7."},
+        {"role": "assistant", "name": "Planner", "content": "Coder, please convert 16:00 at UTC-7."},
+    ]
+    runs = [
+        {"name": "cutoff-groupchat", "id": "chat-phoenix", "task": "Phoenix cut-off", "outcome": "failure",
+         "failure_reason": "answered 22:00 UTC, expected 23:00", "messages": chat},
+        {"id": "chat-denver", "outcome": "success", "messages": chat},
+    ]  # fmt: skip
+    src = tmp_path / "chats.json"
+    src.write_text(json.dumps(runs), encoding="utf-8")
+    db = tmp_path / "runs.db"
+    assert CliRunner().invoke(cli, ["import", str(src), "--from", "transcript", "-o", str(db)]).exit_code == 0
+    got = {r.run_id: r for r in trajdebug.load_runs(str(db))}
+    assert set(got) == {"chat-phoenix", "chat-denver"}
+    failed, passed = got["chat-phoenix"], got["chat-denver"]
+    assert (failed.name, failed.outcome, failed.failure_reason) == (
+        "cutoff-groupchat", "failure", "answered 22:00 UTC, expected 23:00",
+    )  # fmt: skip
+    assert failed.metadata["task"] == "Phoenix cut-off"
+    assert (passed.name, passed.outcome) == ("chats", "success")
+    assert [s.kind for s in failed.steps] == ["input", "llm", "llm"]
+    doc = (Path(__file__).parents[1] / "docs" / "importers.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Multi-agent transcripts") : doc.index("## Export")]
+    for said in ("`name` names the run (else the", "`outcome` marks it failed", "`failure_reason` is the failure",
+                 "`task` its", "A JSON list of such objects", 'the person giving the task) is the run\'s input',
+                 "agents recorded in the user role included"):
+        assert said in " ".join(section.split()), said
+
+
+def test_the_user_role_speaker_who_opens_a_transcript_is_its_input(tmp_path: Path) -> None:
+    """The user-role speaker who opens a transcript (the person giving the task) is an input step in all its
+    messages, as an OpenAI log's user messages are; a user-role speaker in a chat an agent
+    opened is an agent, an llm step (newuser65)."""
+    opened_by_admin = [
+        {"role": "user", "name": "Admin", "content": "Phoenix closes at 16:00 local. Cut-off in UTC for July?"},
+        {"role": "assistant", "name": "TimezoneExpert", "content": "Phoenix is on MDT in July: UTC-6."},
+        {"role": "assistant", "name": "Planner", "content": "So the cut-off is 22:00 UTC."},
+        {"role": "user", "name": "Admin", "content": "Thanks, that is what I needed."},
+    ]
+    p = tmp_path / "admin.json"
+    p.write_text(json.dumps({"outcome": "failure", "messages": opened_by_admin}), encoding="utf-8")
+    [run] = read_transcript(p).runs
+    assert [s.kind for s in run.steps] == ["input", "llm", "llm", "input"]
+    opened_by_agent = [
+        {"role": "assistant", "name": "DataAnalysis_Expert", "content": "Plan: count the rows, then verify."},
+        {"role": "user", "name": "Verification_Expert", "content": "I verified it: 42 rows."},
+    ]
+    q = tmp_path / "agents.json"
+    q.write_text(json.dumps(opened_by_agent), encoding="utf-8")
+    [chat] = read_transcript(q).runs
+    assert [s.kind for s in chat.steps] == ["llm", "llm"]

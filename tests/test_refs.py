@@ -242,7 +242,8 @@ def test_passing_refs_runs_of_another_agent_are_said_to_be_skipped(recorded: dic
     assert (
         "compared with: no passing run of this agent in the source or --refs (evidence from this run alone);"
         " --refs held 2 passing runs of another agent, skipped (2 of restock-planner; this run is tea-invoicing:"
-        " only runs of the same name are compared)"
+        " only runs of the same name are compared; to compare them, record them under one name"
+        " (trajdebug.run(NAME, ...)))"
     ) in text
     both = " ".join(
         runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"]), "--refs", str(other)])
@@ -303,3 +304,37 @@ def test_the_unsure_verdict_names_the_same_input_run_that_ask_answers_from() -> 
     assert twin is not None and twin.run_id == "p2" and set(analysis.same_input) == {"p1", "p2"}
     assert analysis.same_input[0] == "p2"
     assert "p2" in (verdict_note(dataclasses.replace(analysis, verdict="unsure")) or "")
+
+
+def _support_log(path: Path, outcome: str, month: str, *, name: str | None = None) -> Path:
+    """An OpenAI-style message log of one billing-support run, as a new user writes one per file."""
+    doc: dict[str, object] = {
+        "outcome": outcome,
+        "messages": [
+            {"role": "user", "content": f"I was charged twice for my {month} bill."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_invoice", "arguments": f'{{"month": "{month}"}}'}},
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": f'{{"month": "{month}", "payments": 2}}'},
+            {"role": "assistant", "content": f"Refunded the duplicate {month} payment."},
+        ],
+    }  # fmt: skip
+    if name is not None:
+        doc["name"] = name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_skipped_refs_of_imported_logs_say_how_to_name_them(tmp_path: Path) -> None:
+    """When the passing logs given to --refs are skipped because each imported log is named after its file, the
+    note says to give the logs one top-level "name"; with that name given, they are compared (newuser65)."""
+    fail = _support_log(tmp_path / "support_fail.json", "failure", "March")
+    ok = _support_log(tmp_path / "support_pass.json", "success", "April")
+    runner = CliRunner()
+    text = " ".join(runner.invoke(cli, ["analyze", str(fail), "--refs", str(ok)]).output.split())
+    assert "skipped (1 of support_pass; this run is support_fail: only runs of the same name are compared;" in text
+    assert 'give each log the same top-level "name" (else its file\'s stem names its runs)' in text
+    named_fail = _support_log(tmp_path / "named_fail.json", "failure", "March", name="billing-support")
+    named_ok = _support_log(tmp_path / "named_pass.json", "success", "April", name="billing-support")
+    named = " ".join(runner.invoke(cli, ["analyze", str(named_fail), "--refs", str(named_ok)]).output.split())
+    assert "compared with 1 passing run of this agent:" in named and "skipped" not in named

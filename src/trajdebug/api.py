@@ -213,11 +213,13 @@ def _each(
     analyses: list[Any] = []
     hints: list[str] = []
     twins: list[Run | None] = []
+    ids = tuple(r.run_id for r in pool.runs)
     for run in chosen:
         earlier = _earlier(run, pool.runs, session)
         refs = references(run, pool.runs) if use_references else ()
         analysis = analyze(run, previous=earlier, references=refs, **settings)
-        analyses.append(replace(analysis, refs=pool.refs, other_agents=_other_agents(run, pool)) if pool.refs else analysis)
+        shown = replace(analysis, source_ids=ids)
+        analyses.append(replace(shown, refs=pool.refs, other_agents=_other_agents(run, pool)) if pool.refs else shown)
         twin = pool.same.of(run) if run.outcome != "success" else None
         twins.append(twin)
         if twin is not None and twin.run_id in analysis.same_input[1:]:
@@ -247,8 +249,11 @@ def _other_agents(run: Run, pool: _Pool) -> tuple[tuple[str, int], ...]:
 
 def _where(origin: dict[str, tuple[str, str]], run: Run) -> str:
     """``FILE@ID`` for a run of the pool: the file it was read from and its id there (a renamed repeat's own)."""
+    from trajdebug.core.shortids import short_id
+
     path, rid = origin.get(run.run_id, ("", run.run_id))
-    return f"{path}@{rid[:12]}"
+    # The id is cut as short as still names one run of that file: a hint that fails as ambiguous is no hint.
+    return f"{path}@{short_id(rid, (i for p, i in origin.values() if p == path))}"
 
 
 def _judged(analyses: list[Any], judge: Any) -> tuple[list[Any], tuple[Any, ...]]:

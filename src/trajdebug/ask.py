@@ -151,7 +151,8 @@ def _ask_run(
     # Each answer is stored as given, so the search asks no step twice (``once``): a resumed session, which
     # reads back only the latest answer per step, then asks what this one would have asked next.
     search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions, once=True)
-    console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
+    rid = shown_run(analysis)
+    console.print(f"run {rid}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
     # Questions are numbered across sessions: a resumed session goes on from the questions stored before (the
     # answers one question gave a group of like steps share their time; its "not all" is stored as a record).
     before = len({a.at_ns for a in run.answers if a.by == "person"})
@@ -199,8 +200,8 @@ def _ask_run(
     console.print()
     render_guided(guided, run, console)
     if guided.clashing:
-        console.print(_take_back(source, run, guided), markup=False, highlight=False)
-    if guided.unproven is not None and (again := _answer_again(source, run, guided)):
+        console.print(_take_back(source, rid, guided), markup=False, highlight=False)
+    if guided.unproven is not None and (again := _answer_again(source, rid, guided)):
         console.print(again, markup=False, highlight=False)
     return Asked(run.run_id, guided, given, stopped)
 
@@ -329,22 +330,32 @@ def _by_person(a: Answer) -> bool:
     return a.by.split(":", 1)[0] == "person"
 
 
-def _take_back(source: str | Path, run: Run, guided: Guided) -> str:
+def shown_run(analysis: Analysis) -> str:
+    """The analysed run's id as the session shows it and puts in the commands it suggests: its shortest prefix of
+    at least 12 characters unique in its sources (`trajdebug.core.shortids`), whole when they are not known."""
+    from trajdebug.core.shortids import short_id
+
+    rid = analysis.run.run_id
+    ids = getattr(analysis, "source_ids", ())
+    return short_id(rid, ids) if ids else rid
+
+
+def _take_back(source: str | Path, rid: str, guided: Guided) -> str:
     """How to settle answers that clash: no step is asked twice (`GuidedSearch` ``once``), so the person takes
     one back and asks again.  Only steps that hold an answer are named (`Guided.clashing`)."""
-    forget = " (or ".join(f"`trajdebug answers forget {source} --run {run.run_id[:12]} --step {s}`" for s in guided.clashing)
+    forget = " (or ".join(f"`trajdebug answers forget {source} --run {rid} --step {s}`" for s in guided.clashing)
     more = ")" * (len(guided.clashing) - 1)
     return f"take back the answer that is wrong: {forget}{more}, and ask again"
 
 
-def _answer_again(source: str | Path, run: Run, guided: Guided) -> str | None:
+def _answer_again(source: str | Path, rid: str, guided: Guided) -> str | None:
     """How to give the answer that would prove a root left unproven (`Guided.unproven`): no step is asked twice
     (`GuidedSearch` ``once``), so the person takes back the root's answer, or a "don't know" of its audit, and
     asks again.  None when no answer of theirs is there to take back (the root is the failure, unanswered)."""
     steps = [s for s in (guided.root, *(guided.unproven or ())) if s is not None and s != guided.failure]
     if not steps:
         return None
-    forget = " or ".join(f"`trajdebug answers forget {source} --run {run.run_id[:12]} --step {s}`" for s in steps)
+    forget = " or ".join(f"`trajdebug answers forget {source} --run {rid} --step {s}`" for s in steps)
     return f"to answer again: {forget}, then ask again"
 
 

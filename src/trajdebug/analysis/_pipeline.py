@@ -92,6 +92,10 @@ class Analysis:
     other_agents: tuple[tuple[str, int], ...] = ()
     """Passing runs of ``refs`` left out because they are another agent's (another name): (name, count), so
     that the reports say why a file given to compare with was not used."""
+    source_ids: tuple[str, ...] = ()
+    """The run ids of the run's source and of ``refs``, which an id the reports show must stay unique among
+    (`trajdebug.core.shortids`); empty when the analysis was not read from a source (ids are then shortened
+    against the ones it names)."""
     same_input: tuple[str, ...] = ()
     """Of `references`, the runs given the same input as this one (`trajdebug.analysis.reference.same_request`):
     the reports then never advise a passing run of the same input as what would settle the verdict."""

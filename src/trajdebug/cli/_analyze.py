@@ -263,12 +263,14 @@ def analyze_cmd(
 def _notes(path: str, analyses: list[Any], run_id: str | None, guided: bool, refs: tuple[str, ...]) -> None:
     """What the user should know before the result, on stderr (so --json stays one document): each analysis's
     problems, a source where no run failed, and the runs a guided search could not be run for."""
+    from trajdebug.ask import shown_run
+
     unguided = []
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
         if guided and a.failures and a.guided is None and not a.run.answers:
-            unguided.append(a.run.run_id[:12])
+            unguided.append(shown_run(a))
     if run_id is None and all(a.run.outcome == "success" for a in analyses):
         # Every run passed, so each is shown as a success with nothing to rank (nu63: the user read that as an
         # analysis that failed): one line says why, on stderr so --json stays one document.
@@ -450,12 +452,14 @@ def _ask(
         raise click.ClickException(str(exc)) from None
     if not asked:
         click.echo("nothing to ask: no failed run", err=True)
-    _label_proved(path, asked)
+    from trajdebug.ask import shown_run
+
+    _label_proved(path, asked, {a.run.run_id: shown_run(a) for a in analyses})
     if as_json:
         emit_json({"runs": [{"run_id": a.run_id, "guided": a.guided.to_dict(), "given": a.given} for a in asked]})
 
 
-def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
+def _label_proved(path: str, asked: list, shown: dict[str, str] | None = None) -> None:  # type: ignore[type-arg]
     """The run's label as the answers leave it (`trajdebug.labels.prove`): a root they prove is stored as the
     run's label (what `trajdebug eval` measures the ranking on and `trajdebug fit` learns from), replacing
     the one they proved before; a label they proved before and no longer prove is withdrawn."""
@@ -463,21 +467,22 @@ def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
     from trajdebug.sources.load import SourceError
 
     for a in asked:
+        rid = (shown or {}).get(a.run_id, a.run_id)  # unique in the source, so the command below names this run
         root = a.guided.root if a.guided.certain else None
         try:
             done = prove(path, a.run_id, root)
         except (SourceError, OSError, ValueError) as exc:
-            click.echo(f"{path}: the label of run {a.run_id[:12]} was not updated ({exc})", err=True)
+            click.echo(f"{path}: the label of run {rid} was not updated ({exc})", err=True)
             continue
         if done == "withdrawn":
             click.echo(
-                f"withdrew the label of run {a.run_id[:12]} (in {sidecar(path)}): the answers no longer prove its root",
+                f"withdrew the label of run {rid} (in {sidecar(path)}): the answers no longer prove its root",
                 err=True,
             )
         elif done == "labelled" and root is not None:
             click.echo(
-                f"labelled run {a.run_id[:12]}: root {root[-6:]} (in {sidecar(path)}); an answer given by "
-                f"mistake: trajdebug answers forget {path} --run {a.run_id[:12]} [--step ID]",
+                f"labelled run {rid}: root {root[-6:]} (in {sidecar(path)}); an answer given by "
+                f"mistake: trajdebug answers forget {path} --run {rid} [--step ID]",
                 err=True,
             )
 

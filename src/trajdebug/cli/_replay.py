@@ -10,6 +10,7 @@ import click
 
 from trajdebug.cli._common import console, emit_json, fail, fmt_option, is_derived, json_option, store_path
 from trajdebug.core.model import Run
+from trajdebug.core.shortids import shortener
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,12 +62,15 @@ def add_verify_option(command: F) -> F:
 # -- diff ---------------------------------------------------------------------------------------
 
 
-def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: Run | None = None) -> tuple[Path, Run]:
+def _resolve(
+    ref: str, fmt: str | None, store: str | None, want: str, partner: Run | None = None
+) -> tuple[Path, Run, tuple[str, ...]]:
     """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store; with the file it was read
-    from (run ids are per file: ``task-5`` of two message logs are two runs).  Of several passing runs, the one
+    from (run ids are per file: ``task-5`` of two message logs are two runs) and the run ids of that file (what
+    the id shown must stay unique among: `trajdebug.core.shortids`).  Of several passing runs, the one
     given the same input as ``partner`` (the failing run) when there is one: only that run's values can say which
     value is wrong (`trajdebug.same_input`); else the newest."""
-    from trajdebug.sources.load import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs, select_run
 
     path, run_id = ref, None
     if not Path(ref).exists() and "@" in ref:
@@ -83,7 +87,8 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
             raise fail(f"{ref}: no such file or store, so read as a run id: {exc.message}") from None
         as_id = f"{ref}: no such file or store, so read as a run id in {path}: "
     try:
-        runs = load_runs(path, run_id=run_id, fmt=fmt)
+        every = load_runs(path, fmt=fmt)
+        runs = select_run(path, every, run_id) if run_id is not None else every
     except SourceError as exc:
         raise click.ClickException(f"{as_id}{exc}") from None
     if not runs:
@@ -91,10 +96,11 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
     if want == "failure" and run_id is None and all(r.outcome == "success" for r in runs):
         # BAD named by its file: its newest failing run is meant, and there is none (nu63: "GOOD and BAD are the
         # same run" said nothing of that when both named one store of passing runs).
-        raise click.ClickException(
+        raise _NoFailingRun(
             f"BAD: {path} holds no failing run ({len(runs)} passing); name the run to compare with PATH@RUN_ID "
             f"(`trajdebug runs {path}` lists them)"
         )
+    ids = tuple(r.run_id for r in every)
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
@@ -103,13 +109,48 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str, partner: R
 
             twin = same_input(partner, [r for r in originals if r.run_id != partner.run_id])
             if twin is not None:
-                return Path(path).resolve(), twin
+                return Path(path).resolve(), twin, ids
         fitting = [r for r in originals if r.outcome == want] or originals
-        return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns)
-    return Path(path).resolve(), runs[0]
+        return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns), ids
+    return Path(path).resolve(), runs[0], ids
 
 
-def _render_diff(al: Any, iso: Any) -> None:
+class _NoFailingRun(click.ClickException):
+    """BAD names a file of passing runs alone: `diff_cmd` adds the swap when GOOD's file holds the failing run."""
+
+
+def _swapped(good: str, bad: str, fmt: str | None, exc: click.ClickException) -> click.ClickException:
+    """The error for a BAD of passing runs alone, saying the arguments look swapped when GOOD's file holds a
+    failing run (newuser65: `diff fail.db pass.db` named no order, though GOOD comes first)."""
+    from trajdebug.sources.load import SourceError, load_runs
+
+    if not Path(good).exists():
+        return exc
+    try:
+        failed = sum(r.outcome == "failure" for r in load_runs(good, fmt=fmt))
+    except SourceError:
+        return exc
+    if not failed:
+        return exc
+    return click.ClickException(
+        f"{exc.message}; GOOD ({good}) holds {failed} failing run{'s' if failed != 1 else ''}: the arguments look "
+        f"swapped (GOOD, the passing run, comes first): trajdebug diff {bad} {good}"
+    )
+
+
+def _other_agents(g: Run, b: Run, al: Any) -> str | None:
+    """One line when the two runs share no step and have different names: runs of two agents, whose diff lists
+    every step as one side's only (newuser65: a support log against a group chat said nothing of it)."""
+    if g.name == b.name or any(p.good is not None and p.bad is not None for p in al.pairs):
+        return None
+    return (
+        f"GOOD ({g.name}) and BAD ({b.name}) are runs of two different agents: no step of one pairs with a step of "
+        "the other, so a diff says nothing; compare BAD with a passing run of its own agent (--force diffs them "
+        "anyway)"
+    )
+
+
+def _render_diff(al: Any, iso: Any, short: tuple[Callable[[str], str], Callable[[str], str]]) -> None:
     """Print `trajdebug.replay.diffview.diff_lines` (the library says what; this prints it, escaped)."""
     from rich.text import Text
 
@@ -118,7 +159,7 @@ def _render_diff(al: Any, iso: Any) -> None:
     # Piped into a file or a pager, a value is one line (nu30 finding 8: wrapped at 80 columns mid-value, a date
     # read "2026-12-0" / "1"); on a terminal, rich wraps to its width.
     con = console(unwrapped_piped=True)
-    for line in diff_lines(al, iso):
+    for line in diff_lines(al, iso, short):
         text = Text()
         for part, style in line:
             text.append(part, style=style or None)
@@ -138,9 +179,10 @@ def _render_diff(al: Any, iso: Any) -> None:
     metavar="MODULE:FUNCTION",
     help="Also isolate the failure-inducing differences by replay (delta debugging) through this entry point.",
 )
+@click.option("--force", is_flag=True, help="Diff runs of two different agents too (no step paired, names differ).")
 @json_option
 def diff_cmd(
-    good: str, bad: str, fmt: str | None, store: str | None, entry: str | None, as_json: bool
+    good: str, bad: str, fmt: str | None, store: str | None, entry: str | None, force: bool, as_json: bool
 ) -> None:
     """Align a passing and a failing run step by step and show where they diverge.
 
@@ -148,7 +190,8 @@ def diff_cmd(
     (for BAD its newest failing run; for GOOD its passing run of the same
     input as BAD when it holds one, else its newest passing run), or
     PATH@RUN_ID (a BAD file with no failing run is an error: name its run so).
-    Steps are matched by name path and call order.  Shown: the
+    Steps are matched by name path and call order (a retried call's
+    attempts by what they asked: the same page with the same page).  Shown: the
     first divergence, what differs at each step (the two requests where the
     request differs, the two outputs where only the output does), and the
     steps downstream of it that changed; when several steps answered the
@@ -161,7 +204,9 @@ def diff_cmd(
     were given different inputs, the header says so: nearly every value
     then differs, and the comparison shows where the agent behaved
     otherwise, not which value is wrong (compare with a passing run of the
-    same input for that).
+    same input for that).  Runs of two different agents (different names,
+    no step paired) are an error unless --force; a BAD file of passing runs
+    alone, when GOOD's file holds a failing run, is said to look swapped.
     With --isolate, replays find the minimal failure-inducing set of
     differences (Zeller's dd) and the earliest correction that removes the
     failure.
@@ -173,11 +218,18 @@ def diff_cmd(
     """
     from trajdebug.replay import align, isolate
 
-    b_file, b = _resolve(bad, fmt, store, "failure")
-    g_file, g = _resolve(good, fmt, store, "success", partner=b)
+    try:
+        b_file, b, b_ids = _resolve(bad, fmt, store, "failure")
+    except _NoFailingRun as exc:
+        raise _swapped(good, bad, fmt, exc) from None
+    g_file, g, g_ids = _resolve(good, fmt, store, "success", partner=b)
+    short = (shortener(g_ids), shortener(b_ids))
     if g_file == b_file and g.run_id == b.run_id:
-        raise click.ClickException(f"GOOD and BAD are the same run ({g.run_id[:12]})")
+        raise click.ClickException(f"GOOD and BAD are the same run ({short[1](g.run_id)})")
     al = align(g, b)
+    other = None if force else _other_agents(g, b, al)
+    if other is not None:
+        raise click.ClickException(other)
     iso = isolate(load_callable(entry), g, b) if entry else None
     if as_json:
         out = al.to_dict()
@@ -185,7 +237,7 @@ def diff_cmd(
             out["isolation"] = iso.to_dict()
         emit_json(out)
         return
-    _render_diff(al, iso)
+    _render_diff(al, iso, short)
 
 
 def register(cli: click.Group) -> None:

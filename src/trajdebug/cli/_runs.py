@@ -22,6 +22,7 @@ from trajdebug.cli._common import (
     store_path,
 )
 from trajdebug.core.model import Run, Score
+from trajdebug.core.shortids import shortener
 
 
 if TYPE_CHECKING:
@@ -192,6 +193,8 @@ class _Picked:
     hidden: int
     totals: dict[str, Any] | None
     """Over every run the filters keep: runs, failed, tokens, cost (None unless asked)."""
+    ids: tuple[str, ...] = ()
+    """Every run id of the source, listed or not: what a shown id must stay unique among (`core.shortids`)."""
 
 
 def _derived_note(note: str | None) -> bool:
@@ -257,7 +260,9 @@ def _pick(
     hidden = 0
     count = failed = tokens = 0
     cost: float | None = None
+    ids: list[str] = []
     for summary, load in candidates:
+        ids.append(summary.run_id)
         if not f.keeps_row(summary):
             # Replays and reference runs left out are counted when nothing else would have to be read to tell.
             hidden += int(not f.show_all and not f.reads_runs and f.keeps_row(_as_original(summary)))
@@ -294,7 +299,7 @@ def _pick(
         from trajdebug.cli._score import score_means
 
         summed["scores"] = score_means(scored)
-    return _Picked(rows[:limit], hidden, summed)
+    return _Picked(rows[:limit], hidden, summed, tuple(ids))
 
 
 def _as_original(s: RunSummary) -> RunSummary:
@@ -350,12 +355,13 @@ def _print_runs(picked: _Picked) -> None:
     for col in cols:
         table.add_column(col, no_wrap=col not in ("name", "why / note", "scores"), overflow="ellipsis")
     style = {"success": "green", "failure": "red", "incomplete": "yellow"}
+    short = shortener(picked.ids)
     for row, cell in zip(picked.rows, cells, strict=True):
         r = row.summary
         dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
         why = "; ".join(x for x in (r.failure_reason, r.note) if x)
         table.add_row(
-            escape(r.run_id[:12]),
+            escape(short(r.run_id)),
             escape(r.name),
             _started(r.start_ns)[5:],
             f"[{'yellow' if r.lost else style.get(r.outcome, 'white')}]{escape(r.outcome)}"
@@ -377,7 +383,7 @@ def _print_runs(picked: _Picked) -> None:
     out.print(table)
     if any(row.matched for row in picked.rows):
         # A matched value stays on one line, whole, when piped (for grep), as `show` prints values.
-        _print_found(console(unwrapped_piped=True), picked.rows)
+        _print_found(console(unwrapped_piped=True), picked.rows, short)
     if not picked.rows:
         out.print("no runs", style="dim")
     if picked.hidden:
@@ -395,7 +401,7 @@ def _print_runs(picked: _Picked) -> None:
             console(unwrapped_piped=True).print(f"score means: {means}", markup=False)
 
 
-def _print_found(out: Any, rows: list[_Row]) -> None:
+def _print_found(out: Any, rows: list[_Row], short: Callable[[str], str]) -> None:
     """Where the search matched in each listed run: step, place (input, output, error) and the text around it."""
     from trajdebug.core.escape import visible
 
@@ -403,7 +409,7 @@ def _print_found(out: Any, rows: list[_Row]) -> None:
     for row in rows:
         hits = row.matched or ()
         n = len(hits)
-        out.print(f"run {visible(row.summary.run_id[:12])}: {n} step{'s' if n != 1 else ''} matched", markup=False)
+        out.print(f"run {visible(short(row.summary.run_id))}: {n} step{'s' if n != 1 else ''} matched", markup=False)
         for m in hits:
             out.print(f"  {visible(m.name)}#{visible(m.step_id[-6:])} ({m.where}): {visible(m.excerpt)}", markup=False)
 
@@ -505,10 +511,15 @@ def show_cmd(
     from trajdebug.report.text import render_run
 
     out = console(unwrapped_piped=True)
+    # One run named by --run is shown by its whole id (its source's other ids were not read); else each is cut
+    # to its prefix unique among the source's.
+    short = (lambda rid: rid) if run_id is not None else shortener(r.run_id for r in everything)
     for i, r in enumerate(runs):
         if i:
             out.print()
-        shown = render_run(r, out, show_deps=not no_deps, max_steps=max_steps, everything=show_all)
+        shown = render_run(
+            r, out, show_deps=not no_deps, max_steps=max_steps, everything=show_all, shown_id=short(r.run_id)
+        )
         _print_scores(out, r, None)
         if show_io:
             from trajdebug.report.step import IO_LIMIT, render_step
@@ -541,7 +552,7 @@ def _show_steps(
 
     picked = [(r, s) for r in runs for s in select_steps(r, selector)]
     if not picked:
-        where = runs[0].run_id[:12] if len(runs) == 1 else f"{len(runs)} runs"
+        where = runs[0].run_id if len(runs) == 1 else f"{len(runs)} runs"  # whole: this run alone was read
         raise click.ClickException(f"no step {selector!r} in {where} (try a step name or the digits after #)")
     if analyzed is not None:
         holding = list({id(r): r for r, _ in picked}.values())
@@ -571,12 +582,13 @@ def _show_steps(
     from trajdebug.core.escape import visible
 
     out = console(unwrapped_piped=True)
+    short = shortener(r.run_id for r in runs)
     for i, (r, s) in enumerate(picked):
         if i:
             out.print()
         if len(runs) > 1:
             # Steps of the same name in several runs look alike: say whose each one is.
-            out.print(f"run {visible(r.run_id[:12])}  {visible(r.name)}  {r.outcome}", markup=False, style="bold")
+            out.print(f"run {visible(short(r.run_id))}  {visible(r.name)}  {r.outcome}", markup=False, style="bold")
         render_step(s, r, out)
         _print_scores(out, r, s.step_id)
 

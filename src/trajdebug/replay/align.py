@@ -307,11 +307,13 @@ class Alignment:
 
 
 def align(good: Run, bad: Run) -> Alignment:
-    """Align a passing and a failing run of the same agent step by step."""
+    """Align a passing and a failing run of the same agent step by step: by name path and call order, except the
+    calls of a retried step (`_retried`), which are paired by what they asked (`_match_keys`)."""
     gk = step_paths(good)
     bk = step_paths(bad)
-    g_keys = [gk[s.step_id] for s in good.steps]
-    b_keys = [bk[s.step_id] for s in bad.steps]
+    retried = _retried(good, gk) | _retried(bad, bk)
+    asked = _asked_fields(good, bad, gk, bk, retried)
+    g_keys, b_keys = _match_keys(good, gk, retried, asked), _match_keys(bad, bk, retried, asked)
     g_parents = {s.parent_id for s in good.steps}
     b_parents = {s.parent_id for s in bad.steps}
     g_by, b_by = {s.step_id: s for s in good.steps}, {s.step_id: s for s in bad.steps}
@@ -322,7 +324,7 @@ def align(good: Run, bad: Run) -> Alignment:
         if tag == "equal":
             for gi, bj in zip(range(i1, i2), range(j1, j2)):
                 g, b = good.steps[gi], bad.steps[bj]
-                path, ordinal = b_keys[bj]
+                path, ordinal = bk[b.step_id]
                 enclosing = g.step_id in g_parents or b.step_id in b_parents
                 pairs.append(Pair(path, ordinal, g, b, _status(g, b, g_by, b_by, differ), enclosing))
             continue
@@ -335,12 +337,87 @@ def align(good: Run, bad: Run) -> Alignment:
             b_match = b_block.pop(key, None)
             if b_match is not None:
                 enclosing = g.step_id in g_parents or b_match.step_id in b_parents
-                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match, g_by, b_by, differ), enclosing))
+                path, ordinal = bk[b_match.step_id]
+                pairs.append(Pair(path, ordinal, g, b_match, _status(g, b_match, g_by, b_by, differ), enclosing))
             else:
-                pairs.append(Pair(key[0], key[1], g, None, "only-good", g.step_id in g_parents))
-        for key, b in b_block.items():
-            pairs.append(Pair(key[0], key[1], None, b, "only-bad", b.step_id in b_parents))
+                pairs.append(Pair(*gk[g.step_id], g, None, "only-good", g.step_id in g_parents))
+        for b in b_block.values():
+            pairs.append(Pair(*bk[b.step_id], None, b, "only-bad", b.step_id in b_parents))
     return Alignment(good, bad, tuple(_own_outputs(good, bad, pairs)))
+
+
+MatchKey = tuple[Path, Any]
+"""What `align` pairs steps by: the name path, and the call order or, for a retried call, what it asked."""
+
+
+def _retried(run: Run, paths: Mapping[str, tuple[Path, int]]) -> set[Path]:
+    """The name paths of ``run`` called again after a call of theirs failed (a retry, by a decorator or a loop):
+    their attempts shift the call order, so the two runs' calls are paired by request instead (newuser65: a
+    flaky API failing on page 0 in one run and page 2 in the other paired every later page off by one)."""
+    failed: set[Path] = set()
+    out: set[Path] = set()
+    for s in run.steps:
+        path = paths[s.step_id][0]
+        if path in failed:
+            out.add(path)
+        if s.status == "error":
+            failed.add(path)
+    return out
+
+
+def _asked_fields(
+    good: Run, bad: Run, gk: Mapping[str, tuple[Path, int]], bk: Mapping[str, tuple[Path, int]], retried: set[Path]
+) -> dict[Path, tuple[str, ...]]:
+    """For each retried path, the top-level input fields whose value changes between its calls in either run:
+    what one call asks that the others do not (the page), as opposed to what every call of a run is given (the
+    window, which differs between the runs when the bug is upstream and would then pair nothing)."""
+    seen: dict[tuple[int, Path], dict[str, set[str]]] = {}
+    for side, (run, keys) in enumerate(((good, gk), (bad, bk))):
+        for s in run.steps:
+            path = keys[s.step_id][0]
+            if path in retried and isinstance(s.input, Mapping):
+                for k, v in s.input.items():
+                    seen.setdefault((side, path), {}).setdefault(str(k), set()).add(canonical(v))
+    out: dict[Path, tuple[str, ...]] = {}
+    for (_, path), fields in seen.items():
+        varying = {k for k, vs in fields.items() if len(vs) > 1}
+        out[path] = tuple(sorted(set(out.get(path, ())) | varying))
+    return out
+
+
+def _match_keys(
+    run: Run, paths: Mapping[str, tuple[Path, int]], retried: set[Path], asked: Mapping[Path, tuple[str, ...]]
+) -> list[MatchKey]:
+    """Each step's `MatchKey`: its path and call order; for a call of a retried path, its path, what it asked
+    (`_asked_fields`), whether it is an attempt that failed and was tried again, and how many calls before it
+    were keyed alike.  A failed attempt that was retried thus pairs only with one of the other run's (or with
+    nothing), never with its success; the last attempt at a request is the call, paired with the other run's."""
+    requests: list[tuple[Path, Any] | None] = []
+    for s in run.steps:
+        path = paths[s.step_id][0]
+        given = s.input if isinstance(s.input, Mapping) else {}
+        # No field that varies: every call asked alike, so the calls pair in order.
+        requests.append(None if path not in retried else (path, tuple(canonical(given.get(k)) for k in asked.get(path, ()))))
+    later: set[tuple[Path, Any]] = set()
+    superseded = [False] * len(run.steps)
+    for i in range(len(run.steps) - 1, -1, -1):
+        req = requests[i]
+        if req is not None:
+            superseded[i] = run.steps[i].status == "error" and req in later
+            later.add(req)
+    out: list[MatchKey] = []
+    count: dict[tuple[Any, ...], int] = {}
+    for i, s in enumerate(run.steps):
+        path, ordinal = paths[s.step_id]
+        req = requests[i]
+        if req is None:
+            out.append((path, ordinal))
+            continue
+        key = (superseded[i], req[1])
+        n = count.get(key, 0)
+        count[key] = n + 1
+        out.append((path, ("asked", *key, n)))
+    return out
 
 
 def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:

@@ -10,11 +10,12 @@ run's ``#00000d``), one in the failing run only as ``bad#ID``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trajdebug.core.escape import cut_where_differs
 from trajdebug.core.model import Run, Step
+from trajdebug.core.shortids import shortener
 from trajdebug.replay.align import (
     Alignment,
     InputDifference,
@@ -162,20 +163,33 @@ def _pad(rows: list[tuple[str, str]]) -> list[str]:
     return [f"{k:<{width}}{v}" for k, v in rows]
 
 
-def header(al: Alignment) -> list[Line]:
+Shorten = tuple[Callable[[str], str], Callable[[str], str]]
+"""How the passing and the failing run's ids are shown: each cut to its shortest prefix unique in its source
+(`trajdebug.core.shortids`); without the sources, against the other run's id."""
+
+
+def _shorteners(al: Alignment, short: Shorten | None) -> Shorten:
+    if short is not None:
+        return short
+    pair = shortener((al.good.run_id, al.bad.run_id))
+    return pair, pair
+
+
+def header(al: Alignment, short: Shorten | None = None) -> list[Line]:
     """The summary line and, when the runs were given different inputs, the line that says so."""
     good, bad = al.good, al.bad
+    sg, sb = _shorteners(al, short)
     out: list[Line] = [
         (
             ("diff", "bold"),
             (
-                f" good {good.run_id[:12]} ({good.outcome}) vs bad {bad.run_id[:12]} ({bad.outcome}): "
+                f" good {sg(good.run_id)} ({good.outcome}) vs bad {sb(bad.run_id)} ({bad.outcome}): "
                 f"{al.counts()}",
                 "",
             ),
         )
     ]
-    warning = outcome_warning(al)
+    warning = outcome_warning(al, (sg, sb))
     if warning:
         out.append(((warning, "bold yellow"),))
     differ = al.inputs_differ
@@ -184,11 +198,12 @@ def header(al: Alignment) -> list[Line]:
     return out
 
 
-def outcome_warning(al: Alignment) -> str:
+def outcome_warning(al: Alignment, short: Shorten | None = None) -> str:
     """One line when GOOD failed or BAD passed (nu64b: `diff` called a failed GOOD "the passing run" and said
     nothing); empty when GOOD passed and BAD did not."""
-    sides = (("GOOD", al.good, "failure", "failed"), ("BAD", al.bad, "success", "passed"))
-    odd = [f"{arg} {r.run_id[:12]} {word}" for arg, r, out, word in sides if r.outcome == out]
+    sg, sb = _shorteners(al, short)
+    sides = (("GOOD", al.good, "failure", "failed", sg), ("BAD", al.bad, "success", "passed", sb))
+    odd = [f"{arg} {cut(r.run_id)} {word}" for arg, r, out, word, cut in sides if r.outcome == out]
     if not odd:
         return ""
     swap = " (swapped? diff BAD GOOD compares them the other way round)" if len(odd) == 2 else ""
@@ -351,9 +366,10 @@ def isolation_lines(al: Alignment, iso: Any) -> list[Line]:
     return out
 
 
-def diff_lines(al: Alignment, iso: Any = None) -> list[Line]:
-    """Everything ``trajdebug diff`` prints: header, first divergence, the aligned table, and the isolation."""
-    out = [*header(al), *first_divergence(al), (), *table(al)]
+def diff_lines(al: Alignment, iso: Any = None, short: Shorten | None = None) -> list[Line]:
+    """Everything ``trajdebug diff`` prints: header, first divergence, the aligned table, and the isolation;
+    ``short`` shows each run's id (default: cut against the other's, `Shorten`)."""
+    out = [*header(al, short), *first_divergence(al), (), *table(al)]
     if iso is not None:
         out.extend([(), *isolation_lines(al, iso)])
     return out

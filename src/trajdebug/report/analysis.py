@@ -136,7 +136,7 @@ def verdict_note(a: Analysis) -> str | None:
     conf = f"{conf[:-1]}; {bounds})" if conf.endswith(")") and bounds else conf + (f" ({bounds})" if bounds else "")
     if verdict == "unsure":
         same = getattr(a, "same_input", ())
-        return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=same[0][:12]) if same else SETTLE}{automatic}"
+        return f"verdict: unsure{conf}; {SETTLE_SAME.format(ref=shown_id(a, same[0])) if same else SETTLE}{automatic}"
     return f"verdict: {verdict}{conf}{automatic}"
 
 
@@ -206,7 +206,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         where = agent_of(s, _parent(s, run_id, steps, earlier))
         agent = f", agent {where}" if where else ""
         if run_id is not None:
-            agent += f", earlier turn {run_id[:12]}"
+            agent += f", earlier turn {shown_id(a, run_id)}"
         tag = "structural root" if c.root else "suspect"
         conf = getattr(c, "confidence", None)
         ruled = answered.get(c.step_id) if run_id is None else None
@@ -257,6 +257,20 @@ def _parent(
     return earlier.get((run_id, s.parent_id)) if run_id is not None else steps.get(s.parent_id)
 
 
+def shown_id(a: Analysis, rid: str) -> str:
+    """A run id as the reports show it: its shortest prefix of at least 12 characters unique among the run ids
+    of the analysis's sources (`Analysis.source_ids`), else among the ones it names (`trajdebug.core.shortids`)."""
+    from trajdebug.core.shortids import short_id
+
+    ids = getattr(a, "source_ids", ()) or (
+        a.run.run_id,
+        *(getattr(a, "references", ()) or ()),
+        *(getattr(a, "same_input", ()) or ()),
+        *(r.run_id for r in getattr(a, "previous", ()) or ()),
+    )
+    return short_id(rid, ids)
+
+
 def compared_note(a: Analysis) -> str:
     """What the evidence was compared with: the passing runs used as references, or none."""
     refs = list(getattr(a, "references", ()) or ())
@@ -264,7 +278,7 @@ def compared_note(a: Analysis) -> str:
         where = "the source or --refs" if getattr(a, "refs", ()) else "the source"
         note = f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
     else:
-        shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+        shown = ", ".join(shown_id(a, r) for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
         note = f"compared with {_runs(len(refs))} of this agent: {shown}"
     others = getattr(a, "other_agents", ()) or ()
     if others:
@@ -273,9 +287,26 @@ def compared_note(a: Analysis) -> str:
         named = ", ".join(f"{count} of {name}" for name, count in others[:3]) + (", ..." if len(others) > 3 else "")
         note += (
             f"; --refs held {_runs(n)} of another agent, skipped ({named}; this run is {a.run.name}:"
-            " only runs of the same name are compared)"
+            f" only runs of the same name are compared; {naming_fix(a.run)})"
         )
     return note
+
+
+MESSAGE_LOGS = frozenset({"openai-messages", "transcript"})
+"""Imported formats whose run is named by a top-level ``name``, else by the file's stem (docs/importers.md)."""
+
+
+def naming_fix(run: Run) -> str:
+    """How to give a run and its passing runs one name, in the terms of where ``run`` came from.
+
+    A message log without a ``name`` is named after its file, so a failing and a passing log kept in two files
+    (as the ``--refs`` examples suggest) are two agents until each says its name (newuser65)."""
+    fmt = run.metadata.get("source_format")
+    if fmt in MESSAGE_LOGS or (fmt is None and run.name == run.run_id):
+        return 'to compare them, give each log the same top-level "name" (else its file\'s stem names its runs)'
+    if fmt == "otlp":
+        return "to compare them, give their top spans one name (or the resource attribute trajdebug.run.name)"
+    return "to compare them, record them under one name (trajdebug.run(NAME, ...))"
 
 
 def _runs(n: int) -> str:
@@ -297,7 +328,7 @@ def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
     for kind, value in _sections(a):
         if kind == "title":
             run, status = value
-            wrap(f"run {run.run_id[:12]} ({run.name}): {status}", "  ")
+            wrap(f"run {shown_id(a, run.run_id)} ({run.name}): {status}", "  ")
         elif kind == "heading":
             out.extend(["", value])
         elif kind == "note":
@@ -344,7 +375,7 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
             r, status = value
             style = OUTCOME_STYLE.get(r.outcome, "white")
             console.print(
-                f"[bold]Analysis[/] of run {escape(r.run_id[:12])} ({escape(r.name)}): [{style}]{escape(status)}[/]"
+                f"[bold]Analysis[/] of run {escape(shown_id(a, r.run_id))} ({escape(r.name)}): [{style}]{escape(status)}[/]"
             )
         elif kind == "heading":
             console.print(f"\n[bold]{escape(value)}[/]")
@@ -379,7 +410,7 @@ def analysis_markdown(a: Analysis) -> str:
     for kind, value in _sections(a):
         if kind == "title":
             r, status = value
-            lines.append(f"## Analysis of run {md_code(r.run_id[:12])} ({_md(r.name)}): {_md(status)}")
+            lines.append(f"## Analysis of run {md_code(shown_id(a, r.run_id))} ({_md(r.name)}): {_md(status)}")
         elif kind == "heading":
             lines.extend(["", f"### {_md(value)}", ""])
         elif kind == "note":

@@ -185,9 +185,18 @@ def _maybe_empty(value: Any) -> bool:
 
 
 def render_run(
-    run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None, everything: bool = False
+    run: Run,
+    console: Any,
+    *,
+    show_deps: bool = True,
+    max_steps: int | None = None,
+    everything: bool = False,
+    shown_id: str | None = None,
 ) -> list[Step]:
     """Print a run as a tree on a rich console; return the steps shown.
+
+    ``shown_id`` is the run id as the header shows it (`trajdebug.core.shortids`: unique in the source); by
+    default its first 12 characters.
 
     A run of more than `SHOW_LIMIT` steps shows its first and last steps and
     says how many it left out, unless ``everything`` (``trajdebug show --all``);
@@ -199,7 +208,7 @@ def render_run(
     from trajdebug.usage import default_prices, step_usage
 
     prices = default_prices()
-    _render_head(run, console, prices)
+    _render_head(run, console, prices, shown_id or run.run_id[:12])
     steps = run.step_map()
     cut = cut_short(run)
     shown: list[Step] = []
@@ -235,7 +244,7 @@ def render_run(
     return shown
 
 
-def _render_head(run: Run, console: Any, prices: Any) -> None:
+def _render_head(run: Run, console: Any, prices: Any, shown_id: str) -> None:
     """The run's header lines: id, name, outcome, counts, usage, reason and an injected fault."""
     from rich.text import Text
 
@@ -244,7 +253,7 @@ def _render_head(run: Run, console: Any, prices: Any) -> None:
     escape = markup
     outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}.get(run.outcome, "white")
     head = Text()
-    head.append(f"run {visible(run.run_id[:12])}  ", style="bold")
+    head.append(f"run {visible(shown_id)}  ", style="bold")
     head.append(visible(run.name or "(unnamed)"))
     head.append("  ")
     head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")

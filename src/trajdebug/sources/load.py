@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl
 from trajdebug.core.model import Run
+from trajdebug.core.shortids import shortener
 from trajdebug.store import Store, StoreError, ambiguous_prefix, is_store
 
 
@@ -189,7 +190,8 @@ def _no_run(source: str | Path, runs: Sequence[Run], run_id: str, shown: int = 3
     command that lists them all (nu63: "no run 'zzz'" alone left the user guessing)."""
     if not runs:
         return f"{source}: no run {run_id!r} (it holds no run)"
-    newest = [r.run_id[:12] for r in sorted(runs, key=lambda r: r.start_ns, reverse=True)]
+    short = shortener(r.run_id for r in runs)
+    newest = [short(r.run_id) for r in sorted(runs, key=lambda r: r.start_ns, reverse=True)]
     more = f" and {len(newest) - shown} more" if len(newest) > shown else ""
     return (
         f"{source}: no run {run_id!r}; its runs, newest first: {', '.join(newest[:shown])}{more} "

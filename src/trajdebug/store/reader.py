@@ -30,17 +30,14 @@ log = logging.getLogger("trajdebug")
 def ambiguous_prefix(where: Any, prefix: str, ids: Sequence[str], shown: int = 4) -> str:
     """The one-line error for a run id prefix that several runs share, listing a few of them.
 
-    Each listed id is cut to the shortest length (at least 12) that still tells the listed ones apart,
-    so the user can copy one back.
+    Each listed id is whole, so the user can copy one back: a cut one (``support-lena-march-o``, newuser65)
+    could match no run at all.
     """
     listed = list(dict.fromkeys(ids))[:shown]
-    width = 12
-    while width < 64 and len({i[:width] for i in listed}) < len(listed):
-        width += 4
     more = f", and {len(set(ids)) - len(listed)} more" if len(set(ids)) > len(listed) else ""
     return (
         f"{where}: run id prefix {prefix!r} is ambiguous: {len(set(ids))} runs match "
-        f"({', '.join(i[:width] for i in listed)}{more}); give more of the id"
+        f"({', '.join(listed)}{more}); give more of the id"
     )
 
 

@@ -128,6 +128,20 @@ def _execution_error(text: str) -> tuple[str, str] | None:
     return "ExecutionError", first
 
 
+_USER_ROLES = frozenset({"user", "human"})
+
+
+def _task_giver(valid: Sequence[tuple[int, Any, str, str]]) -> str | None:
+    """The speaker who gave the task: the one who opened the conversation in the user role (AutoGen's ``Admin``,
+    a user proxy), whose messages are the run's input, as an OpenAI log's user messages are (newuser65: the
+    person stating the task was an agent's llm turn).  None when an agent opened it: in group chats that record
+    agents in the user role (``{"role": "user", "name": "Verification_Expert"}``), those stay agents."""
+    if not valid:
+        return None
+    _, msg, speaker, _ = valid[0]
+    return speaker if str(msg["role"]).lower() in _USER_ROLES else None
+
+
 def _mentions(text: str, name: str) -> bool:
     if f"@{name}" in text:
         return True
@@ -147,6 +161,7 @@ def transcript_to_run(
     # (position, message, speaker, text)
     valid = [(i, msg, str(msg.get("name") or msg["role"]), text_of(msg.get("content"))) for i, msg in checked]
     speakers = {sp for _, _, sp, _ in valid}
+    person = _task_giver(valid)
     step_id = message_step_ids(len(messages))
     steps: list[Step] = []
     errors: list[ErrorEvent] = []
@@ -178,9 +193,8 @@ def transcript_to_run(
                 )
                 open_errors.append(len(errors) - 1)
         else:
-            kind = (
-                "input" if role == "system" or (role in ("user", "human") and not msg.get("name")) else "llm"
-            )
+            # The task-giver is the run's input, as an OpenAI log's user message is, not an agent's turn.
+            kind = "input" if role == "system" or (role in _USER_ROLES and (not msg.get("name") or speaker == person)) else "llm"
             if _CODE_BLOCK.search(text):
                 last_code = sid
             reason = "the failed execution result was read by the next agent turn and the conversation continued"
