@@ -130,7 +130,8 @@ any ranking change of the round merged, scored once held out at 20:19-20:20 UTC 
 analysis: development suites since).  ``suite_zzzzn`` and ``suite_zzzzo`` (written blind during the round, frozen at
 18:39 and 18:42 UTC, scored once held out at 21:28 UTC on 8a02d555, the last round's final analysis: development
 suites since).  ``suite_zzzzp`` and ``suite_zzzzq`` (written blind at round 65's start, frozen at 21:42 and 21:45 UTC
-before any ranking change of the round merged: scored once on its final analysis) and ``suite_zzzzr`` and
+before any ranking change of the round merged, scored once held out at 23:08-23:09 UTC on 0271d6ef, the round's final
+analysis: development suites since).  ``suite_zzzzr`` and
 ``suite_zzzzs`` (written blind during the round, frozen at 21:46 and 22:07 UTC: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
@@ -157,8 +158,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zzzzs": "held out (written blind on 2026-12-07 during round 65, frozen at 22:07 UTC; not yet scored: the next round's first measure, with suite_zzzzr)",
     "suite_zzzzr": "held out (written blind on 2026-12-07 during round 65, frozen at 21:46 UTC; not yet scored: the next round's first measure, with suite_zzzzs)",
-    "suite_zzzzq": "held out (written blind on 2026-12-07 at the start of round 65, frozen at 21:45 UTC before any ranking change of the round merged; scored once at its end, with suite_zzzzp)",
-    "suite_zzzzp": "held out (written blind on 2026-12-07 at the start of round 65, frozen at 21:42 UTC before any ranking change of the round merged; scored once at its end, with suite_zzzzq)",
+    "suite_zzzzq": "development (scored once held out on 2026-12-07 at 23:09 UTC on 0271d6ef; its misses not yet studied)",
+    "suite_zzzzp": "development (scored once held out on 2026-12-07 at 23:08 UTC on 0271d6ef; its misses not yet studied)",
     "suite_zzzzo": "development (scored once held out on 2026-12-07 at 21:28 UTC on 8a02d555; its misses not yet studied)",
     "suite_zzzzn": "development (scored once held out on 2026-12-07 at 21:28 UTC on 8a02d555; its misses not yet studied)",
     "suite_zzzzm": "development (scored once held out on 2026-12-07 at 20:20 UTC on 61886c2c; its misses not yet studied)",
