@@ -163,7 +163,7 @@ def _in_text(value: str, message: str) -> bool:
 
 @dataclass
 class Routine:
-    """The made-up values of a model step's calls (`Ranking._routine_claims`), each call's read into atoms once:
+    """The made-up values of a model step's calls (`_routines.Routines.of`), each call's read into atoms once:
     per call, the atoms of the values it states found in none of its inputs (calls that state none are left
     out).  Which of them a step was given is worked out once per step (`others_given`), so checking every
     call of a thousand-call loop stays linear.  ``upstream`` (a step id -> the steps it reaches back to by

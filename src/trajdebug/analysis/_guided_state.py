@@ -132,6 +132,10 @@ class GuidedState:
         mass, or an input of it: `_leader`), ``gain`` (the least mass expected left); None otherwise."""
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         self.grouped: set[str] = set()  # names of like steps whose group was answered "not all" (`GuidedSearch.group`)
+        self._replay(answers)
+
+    def _replay(self, answers: Sequence[Answer]) -> None:
+        """The answers given before this state was built, taken in their order."""
         for a in answers:
             # Each as it says it was asked (`Answer.asked`): what it means never depends on the answers before it,
             # so taking one of those back leaves it as it was, and a long list costs no search per answer.

@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trajdebug.cli._serve",
         "Browse runs in a local web UI: the run list, each run's report, two runs compared.",
     ),
-    "show": ("trajdebug.cli._runs", "Show runs as step trees: kind, name, duration, status and dependencies."),
+    "show": ("trajdebug.cli._show", "Show runs as step trees: kind, name, duration, status and dependencies."),
     "watch": (
         "trajdebug.cli._fleet",
         "Follow a store or a folder: analyze each new failed run once, alert once per new group.",

@@ -228,24 +228,29 @@ class RunBuilder:
         self._problem(f"{t} record lacks field {key!r}", line)
         return None
 
+    def _add_step(self, t: str, run_id: str, rec: Mapping[str, Any], line: int | None, problems: Problems) -> bool:
+        """A ``step`` record (a finished step) or an ``open`` one (a step that had begun), as `_add` takes them."""
+        sid = self._need(rec, "step_id", t, line)
+        if sid is None:
+            return False
+        step = decode_step(sid, rec, problems, unfinished=t == "open")
+        p = self._parts(run_id)
+        if t == "open":
+            p.opened.setdefault(sid, step)
+            return True
+        if sid in p.steps:
+            first = p.step_lines.get(sid)
+            at = f" (first at line {first})" if first is not None else ""
+            problems.append(f"duplicate step id {sid!r}{at}; this record is ignored")
+            return False
+        p.steps[sid] = step
+        p.step_lines[sid] = line
+        return True
+
     def _add(self, t: Any, run_id: str, rec: Mapping[str, Any], line: int | None, problems: Problems) -> bool:
         if t == "step" or t == "open":
-            sid = self._need(rec, "step_id", t, line)
-            if sid is None:
-                return False
-            step = decode_step(sid, rec, problems, unfinished=t == "open")
-            p = self._parts(run_id)
-            if t == "open":
-                p.opened.setdefault(sid, step)
-                return True
-            if sid in p.steps:
-                first = p.step_lines.get(sid)
-                at = f" (first at line {first})" if first is not None else ""
-                problems.append(f"duplicate step id {sid!r}{at}; this record is ignored")
-                return False
-            p.steps[sid] = step
-            p.step_lines[sid] = line
-        elif t == "run":
+            return self._add_step(t, run_id, rec, line, problems)
+        if t == "run":
             p = self._parts(run_id)
             p.name = text_field(rec, "name")
             p.start_ns = int_field(rec, "start_ns", 0, problems)

@@ -41,6 +41,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, fits_formula, formulas, operands
+from trajdebug.analysis.lineage._key_paths import field_of, last_name, part_of, value_at
 from trajdebug.analysis.lineage._reads import named_reads
 from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
@@ -436,14 +437,14 @@ class Lineage:
             parent = by_id.get(s.parent_id or "")
             if parent is None or s.kind == "agent" or not isinstance(parent.input, dict):
                 continue
-            keyed = [d for d in deps.get(parent.step_id, ()) if _field_of(d, parent.input) is not None]
+            keyed = [d for d in deps.get(parent.step_id, ()) if field_of(d, parent.input) is not None]
             keyed += writers.setdefault(parent.step_id, self._field_writers(parent))
             if not keyed:
                 continue
             own = deps.get(s.step_id, ())
             have = {d.step_id for d in own}
             # Only the values no edge of the step already names the field of: those have a source.
-            named = {_last_name(d.key) for d in own if d.key}
+            named = {last_name(d.key) for d in own if d.key}
             mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a) and a.field not in named}
             # ... and that no earlier step in the same node produced (a parser reads its model's answer).
             made = siblings.setdefault(parent.step_id, set())
@@ -451,7 +452,7 @@ class Lineage:
             made |= self.views[s.step_id].out_keys
             added: list[Dependency] = []
             for d in sorted(keyed, key=lambda d: -d.confidence):  # the surest of a writer's edges that hands it down
-                f = _field_of(d, parent.input)
+                f = field_of(d, parent.input)
                 if (
                     f is None
                     or d.step_id in have
@@ -472,7 +473,7 @@ class Lineage:
         the request; a leaf's key, ``data.offers[0].unit``, reads as the record holding it) and every other value
         of the field its output holds (the next record of a list it wrote whole, a deadline it returned beside the
         record); the whole field when its key names nothing deeper.  ``cache``: by node, part and producer."""
-        part = field if field == WHOLE_INPUT_KEY else _part_of(dep.key or field, node.input)
+        part = field if field == WHOLE_INPUT_KEY else part_of(dep.key or field, node.input)
         whole = cache.get((node.step_id, field))
         if whole is None:
             given = node.input if field == WHOLE_INPUT_KEY else node.input[field]
@@ -481,7 +482,7 @@ class Lineage:
             return whole
         held = cache.get((node.step_id, part, dep.step_id))
         if held is None:
-            named = {a.key for a in atoms(_value_at(part, node.input)) if not trivial(a)}
+            named = {a.key for a in atoms(value_at(part, node.input)) if not trivial(a)}
             view = self.views[dep.step_id]
             also = {a.key for a in atoms(node.input[field]) if a.key in whole - named and view.holds(a)}
             held = cache[(node.step_id, part, dep.step_id)] = named | also
@@ -525,67 +526,6 @@ class Lineage:
         v, named = self.views[step_id], self._named.get(step_id, set())
         new = {a.key for a in v.outputs if a.key in named or not v.given(a)}
         return len(new) >= 2 and len({a.key for a in v.inputs} - named) < len(new)
-
-
-_FIELD = re.compile(r"[A-Za-z_][\w-]*")
-
-
-def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
-    """The top-level field of the enclosing step's input a data edge's key names (``window``,
-    ``lenders[0]``, ``messages[2].content``), None for keys that name no path (``value:...``)."""
-    if dep.kind != "data" or dep.run_id is not None or not dep.key:
-        return None
-    if dep.key == WHOLE_INPUT_KEY:
-        return WHOLE_INPUT_KEY  # (every field of the input came from the edge's producer)
-    m = _FIELD.match(dep.key)
-    if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
-        return None
-    return m.group(0) if m.group(0) in given else None
-
-
-_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
-
-
-def _part_of(key: str, given: dict[str, Any]) -> str:
-    """The longest prefix of an edge's key path (``data.offers[0].sqft``) that names a container of the
-    enclosing step's input (``data.offers[0]``): the part its producer wrote.  A leaf is read as the container
-    that holds it (a record's ``sqft`` was written with the record), so a leaf's edge never narrows below the
-    record; the top-level field when nothing deeper resolves."""
-    m = _FIELD.match(key)
-    if m is None:
-        return key
-    value: Any = given.get(m.group(0))
-    end = m.end()
-    while end < len(key) and isinstance(value, (dict, list)):
-        step = _STEP.match(key, end)
-        if step is None:
-            break
-        name, index = step.group(1), step.group(2)
-        if name is not None and isinstance(value, dict) and name in value and isinstance(value[name], (dict, list)):
-            value = value[name]
-        elif index is not None and isinstance(value, list) and int(index) < len(value) and isinstance(value[int(index)], (dict, list)):
-            value = value[int(index)]
-        else:
-            break
-        end = step.end()
-    return key[:end]
-
-
-def _value_at(path: str, given: dict[str, Any]) -> Any:
-    """The value a path `_part_of` returned names in the enclosing step's input."""
-    m = _FIELD.match(path)
-    if m is None:
-        return None
-    value: Any = given.get(m.group(0))
-    for step in _STEP.finditer(path, m.end()):
-        name, index = step.group(1), step.group(2)
-        value = value[name] if name is not None else value[int(index)]
-    return value
-
-
-def _last_name(key: str) -> str:
-    """The field an edge's key names last (``value:slot`` and ``orders[0].slot`` name ``slot``), lower case."""
-    return re.split(r"[:.\[\]]+", key.strip(":.[]"))[-1].lower()
 
 
 def _canonical(value: Any) -> str | None:

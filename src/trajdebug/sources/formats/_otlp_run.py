@@ -317,19 +317,7 @@ def _step(
             attrs["tool_call_id"] = call
         if s.parent_id is not None and s.parent_id not in by_id:
             attrs["missing_parent"] = s.parent_id
-    deps: list[Dependency] = []
-    for lt, ls, la in s.links:
-        same = lt == trace_id
-        deps.append(
-            Dependency(
-                step_id=str(la.get(DEP + "step_id", ids.get(ls, ls) if same else ls)),
-                kind=str(la.get(DEP + "kind", "data")),  # type: ignore[arg-type]
-                origin=str(la.get(DEP + "origin", "declared")),  # type: ignore[arg-type]
-                confidence=_number(la.get(DEP + "confidence"), 1.0),
-                key=la.get(DEP + "key"),
-                run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
-            )
-        )
+    deps = _link_deps(s, ids, trace_id, run_ids)
     # Most spans end without an error: told without a call (`error_info` tells the same first).
     err = error_info(s) if s.events or s.status_code == 2 or "error.type" in s.attrs else None
     retry_of = s.attrs.get(STEP_RETRY_OF)
@@ -352,6 +340,25 @@ def _step(
         # trajdebug's own export keeps the position in the *original* source (or none).
         "source_index": _source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
     }
+
+
+def _link_deps(s: Span, ids: Mapping[str, str], trace_id: str, run_ids: Mapping[str, str]) -> list[Dependency]:
+    """A span's links as dependencies: a link within the trace names a step of this run, one to another trace a
+    step of the run that trace holds."""
+    deps: list[Dependency] = []
+    for lt, ls, la in s.links:
+        same = lt == trace_id
+        deps.append(
+            Dependency(
+                step_id=str(la.get(DEP + "step_id", ids.get(ls, ls) if same else ls)),
+                kind=str(la.get(DEP + "kind", "data")),  # type: ignore[arg-type]
+                origin=str(la.get(DEP + "origin", "declared")),  # type: ignore[arg-type]
+                confidence=_number(la.get(DEP + "confidence"), 1.0),
+                key=la.get(DEP + "key"),
+                run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
+            )
+        )
+    return deps
 
 
 _KEY_CLASS: dict[str, int] = {}

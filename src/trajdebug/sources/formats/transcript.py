@@ -206,11 +206,7 @@ def transcript_to_run(
             "role": role,
             **{k: v for k, v in msg.items() if k not in ("role", "name", "content") and v is not None},
         }
-        output: Any = msg.get("content")
-        if kind == "llm":
-            output = chat.normalize_llm_step(
-                None, {"role": "assistant", "content": text or None, "name": speaker}
-            )[1]
+        output = _output(msg, kind, text, speaker)
         steps.append(
             Step(
                 step_id=sid,
@@ -230,6 +226,14 @@ def transcript_to_run(
         prev = sid
     run = message_run(steps, errors, (m for _, m, _, _ in valid), run_id, head)
     return run, problems
+
+
+def _output(msg: Mapping[str, Any], kind: str, text: str, speaker: str) -> Any:
+    """A message step's output: an agent's turn as a model's answer (`chat.normalize_llm_step`), else the
+    message's content as written."""
+    if kind == "llm":
+        return chat.normalize_llm_step(None, {"role": "assistant", "content": text or None, "name": speaker})[1]
+    return msg.get("content")
 
 
 def _quoted(text: str, earlier: Sequence[Step]) -> list[str]:
