@@ -164,7 +164,7 @@ def step_of(run: Any, given: str) -> str:
         return str(next(iter(hits)))
     what = "matches several steps" if hits else "matches no step"
     raise SourceError(
-        f"run {run.run_id[:12]}: step {given!r} {what} (give a step id, the short id shown as #000007, or a unique name)"
+        f"run {run.run_id}: step {given!r} {what} (give a step id, the short id shown as #000007, or a unique name)"
     )
 
 

@@ -219,7 +219,7 @@ class _Pages:
         self._parted: tuple[Any, Any, dict[str, Any]] | None = None
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(source=str(self.source), **ctx), status_code=status)
+        return HTMLResponse(self.env.get_template(name).render(source=str(self.source), short=self.catalog.short, **ctx), status_code=status)
 
     def problem(self, message: str, status: int) -> HTMLResponse:
         return self.page("message.html", status, title="trajdebug", message=message)

@@ -22,7 +22,7 @@ needed: for the run page, and for the runs a list shows or filters by cause.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
+from trajdebug.core.shortids import shortener
 from trajdebug.search import StepMatch, search_run, value_text
 from trajdebug.sessions import Session, group_sessions, has_tag, run_tags, session_of, user_in
 from trajdebug.sources.load import SourceError, load_runs
@@ -193,6 +194,8 @@ class Catalog:
         self._file_version: Any = None
         self._store: Store | None = None
         self._prices = default_prices()
+        self._short: tuple[int, Callable[[str], str]] | None = None
+        """The shortener of the run ids, made again when runs come or go (keyed by their count)."""
 
     # -- refreshing ---------------------------------------------------------------------
 
@@ -249,6 +252,7 @@ class Catalog:
 
     def _drop(self, run_id: str) -> Run | None:
         run = self._runs.get(run_id)
+        self._short = None
         for table in (self._runs, self._entries, self._versions, self._analyses):
             table.pop(run_id, None)
         self._stale.discard(run_id)
@@ -364,6 +368,14 @@ class Catalog:
         if len(found) != 1:
             raise KeyError(f"{'no' if not found else 'more than one'} run {run_id!r}")
         return found[0]
+
+    def short(self, run_id: str) -> str:
+        """A run id as the pages show it: the shortest prefix of 12 or more characters no other run of the
+        source starts with (`trajdebug.core.shortids`), so a shown id always finds its run."""
+        with self._lock:
+            if self._short is None or self._short[0] != len(self._runs):
+                self._short = (len(self._runs), shortener(self._runs))
+            return self._short[1](run_id)
 
     def run(self, run_id: str) -> Run:
         """One run (id or unique prefix), as it is now.
