@@ -29,8 +29,10 @@ from typing import Any
 
 from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
-from trajdebug.core.model import Run
+from trajdebug.core.model import Run, Score
+from trajdebug.core.schema import score_to_dict
 from trajdebug.core.shortids import shortener
+from trajdebug.scores import ScoreFilter, score_cells
 from trajdebug.search import StepMatch, search_run, value_text
 from trajdebug.sessions import Session, group_sessions, has_tag, run_tags, session_of, user_in
 from trajdebug.sources.load import SourceError, load_runs
@@ -78,6 +80,10 @@ class RunEntry:
     """The session the run belongs to (`trajdebug.sessions`)."""
     user: str | None = None
     """The run's user (`trajdebug.sessions.user_in`)."""
+    scores: tuple[Score, ...] = ()
+    """The run's and its steps' scores (`trajdebug.scores`), which the score filter reads."""
+    scores_text: str = ""
+    """Those scores in one cell, as `runs` shows them (`trajdebug.scores.score_cells`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the text index left out)."""
@@ -97,6 +103,7 @@ class RunEntry:
             "cost": self.cost,
             "session": self.session,
             "user": self.user,
+            "scores": [score_to_dict(s) for s in self.scores],
         }
 
 
@@ -124,6 +131,8 @@ class Query:
     """Only the runs of this session."""
     user: str | None = None
     """Only the runs of this user (`trajdebug.sessions.user_in`)."""
+    scores: tuple[ScoreFilter, ...] = ()
+    """Only runs with a score each of these keeps, as `runs --score` (`trajdebug.scores.ScoreFilter`)."""
     sort: str = "started"
     """The column to sort by (`SORT_KEYS`)."""
     descending: bool = True
@@ -171,6 +180,8 @@ def _matches(e: RunEntry, q: Query) -> bool:
     if q.session is not None and e.session != q.session:
         return False
     if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
+        return False
+    if not all(f.keeps(e.scores) for f in q.scores):
         return False
     return not q.text or all(word in e.text for word in q.text.lower().split())
 
@@ -300,6 +311,8 @@ class Catalog:
             text="\n".join(words).lower(),
             tokens=usage.total_tokens,
             cost=usage.cost,
+            scores=run.scores,
+            scores_text=score_cells(run),
             session=session_of(run),
         )
 
