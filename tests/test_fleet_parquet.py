@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
+import trajdebug
 from trajdebug.cli import cli
 from trajdebug.fleet import run_fleet
 from trajdebug.fleet.parquet import COLUMNS, failure_rates, group_counts, iter_dataset, parts, write_dataset
@@ -129,3 +130,31 @@ def test_times_are_timestamps_metadata_a_map_and_key_value_tags_kept_whole(tmp_p
     assert got[0] == run.start_ns and got[1] in ("find it", ["find it"]) and sorted(got[2]) == ["team=search", "tier=2"]
     assert con.execute("SELECT epoch_ns(end_time) FROM steps").fetchone()[0] == run.steps[0].end_ns
     assert list(iter_dataset(tmp_path / "ds")) == [run]
+
+
+@trajdebug.step(kind="tool")
+def parse_amount(text: str) -> float:
+    return float(text.replace(",", "."))
+
+
+def test_parquet_carries_scores_and_reads_them_back_with_comments_redacted(tmp_path: Path) -> None:
+    """`export --to parquet` writes a scores table (the run's and a step's, as `runs --json` gives them) that
+    pyarrow reads back and `read_part` rebuilds the run's scores from; a key in a comment stays redacted."""
+    secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    db = tmp_path / "runs.db"
+    with trajdebug.run("refund", store=db) as h:
+        parse_amount("1,00")
+    trajdebug.score("helpfulness", 0.3, store=db, run=h.run_id, by="dan", comment=f"vague {secret}")
+    trajdebug.score("correct", False, store=db, run=h.run_id, step="parse_amount", source="code")
+    r = CliRunner().invoke(cli, ["export", str(db), "--to", "parquet", "-o", str(tmp_path / "ds")])
+    assert r.exit_code == 0, r.output
+    listed = json.loads(CliRunner().invoke(cli, ["runs", str(db), "--json"]).output)["runs"][0]["scores"]
+    rows = pq.read_table(tmp_path / "ds" / "scores" / "part-00000.parquet").to_pylist()
+    assert [(x["name"], json.loads(x["value_json"]), x["value_number"], x["source"], x["by"], x["comment"], x["step_id"], x["at_ns"]) for x in rows] == [
+        (s["name"], s["value"], s["value"] if s["name"] == "helpfulness" else None, s["source"], s["by"], s["comment"], s["step_id"], s["at_ns"])
+        for s in listed
+    ]  # fmt: skip
+    assert rows[1]["step_id"] is not None and "vague" in (rows[0]["comment"] or "")
+    [back] = list(iter_dataset(tmp_path / "ds"))
+    assert back.scores == Store(db).load_run(h.run_id).scores and len(back.scores) == 2
+    assert all(secret.encode() not in f.read_bytes() for f in (tmp_path / "ds").rglob("*.parquet"))

@@ -9,6 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.conftest import HOSTILE
 
 import trajdebug
@@ -144,3 +145,48 @@ def test_a_secret_in_a_posted_comment_never_reaches_the_store_or_the_page(tmp_pa
     assert status == 200 and got["score"]["comment"].startswith("leaked") and secret not in got["score"]["comment"]
     for f in tmp_path.iterdir():
         assert secret.encode() not in f.read_bytes(), f
+
+
+def _three_runs(db: Path) -> list[str]:
+    """Three runs: helpfulness 0.3 (and a step's correct=false), helpfulness 0.9, none."""
+    first, _ = scored_run(db)
+    ids = [first]
+    for _ in range(2):
+        with trajdebug.run("refund", store=db) as h:
+            reply(parse_amount("2,00"))
+        ids.append(h.run_id)
+    trajdebug.score("helpfulness", 0.9, store=db, run=ids[1])
+    return ids
+
+
+def test_serve_run_list_filters_by_score_as_runs_does_and_shows_a_scores_column(page: Any, tmp_path: Path) -> None:
+    """`?score=NAME` and `?score=NAME<0.5` keep the runs `runs --score` keeps, and the list has a scores column
+    (a step's score named by its step) that stays after the page's live refresh."""
+    db = tmp_path / "runs.db"
+    ids = _three_runs(db)
+    with Server(db, port=0) as srv:
+        base, _, token = srv.url.partition("?")
+        amp = f"&{token}" if token else ""
+        page.goto(f"{base}?score=helpfulness{amp}")
+        assert sorted(page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => r.dataset.run)")) == sorted(ids[:2])
+        page.goto(f"{base}?score=helpfulness%3C0.5{amp}")
+        page.wait_for_timeout(2500)  # one live refresh (runs.js) rebuilds the rows
+        assert page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => r.dataset.run)") == [ids[0]]
+        assert page.locator("#scores-col").count() == 1
+        assert page.locator("#runs tbody td.scores").all_text_contents() == ["helpfulness=0.3 parse_amount:correct=false"]
+        assert page.errors == []
+
+
+def test_serve_run_list_without_a_scored_run_has_no_scores_column_and_refuses_a_bad_filter(tmp_path: Path) -> None:
+    """A list with no scored run has no scores column; a filter `runs --score` refuses is a 400 naming it."""
+    db = tmp_path / "runs.db"
+    with trajdebug.run("refund", store=db):
+        reply(parse_amount("2,00"))
+    with Server(db, port=0) as srv:
+        base, _, token = srv.url.partition("?")
+        amp = f"&{token}" if token else ""
+        with urllib.request.urlopen(srv.url, timeout=10) as res:
+            assert 'id="scores-col"' not in res.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(f"{base}?score=helpfulness%3Chigh{amp}", timeout=10)
+        assert bad.value.code == 400 and "compares numbers" in bad.value.read().decode()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -89,3 +90,46 @@ def test_the_ask_end_line_suggests_a_command_that_works(lena: Path) -> None:
     rid = shown_run(result.analyses[0])
     assert rid == MARCH
     assert [r.run_id for r in trajdebug.load_runs(str(lena), run_id=rid)] == [MARCH]
+
+
+def test_errors_names_each_run_by_its_unique_prefix(lena: Path) -> None:
+    """`errors` over the whole source heads each run by its prefix unique among the source's ids, not both as
+    `support-lena`."""
+    out = CliRunner().invoke(cli, ["errors", str(lena)]).output
+    heads = [line.split()[3] for line in out.splitlines() if line.startswith("errors of run")]
+    assert sorted(heads) == [MARCH, "support-lena-march-"], out
+
+
+def test_report_written_line_and_page_name_runs_by_unique_prefixes(lena: Path, tmp_path: Path) -> None:
+    """The "wrote" line names the run by its unique prefix, and the page's passing run of the same input is listed
+    by the prefix `analyze` shows, never cut to 12 characters."""
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", str(lena), "--run", MARCH, "-o", str(html)])
+    assert res.exit_code == 0, res.output
+    assert f"run {MARCH}, failure" in res.output, res.output
+    data = html.read_text(encoding="utf-8")
+    assert f'"{MARCH_OK}":"support-lena-march-"' in data
+    assert "slice(0, 12)" not in data and "slice(0, 8)" not in data
+
+
+def test_eval_lists_labelled_runs_by_unique_prefixes(lena: Path) -> None:
+    """`eval` lists a labelled run by its prefix unique among the source's ids; `label` names the run whole."""
+    runner = CliRunner()
+    said = runner.invoke(cli, ["label", str(lena), "--run", MARCH, "--root", "get_invoice"])
+    assert said.exit_code == 0 and said.output.startswith(f"run {MARCH}: root"), said.output
+    out = runner.invoke(cli, ["eval", str(lena), "--model", "none"]).output
+    assert f"run {MARCH}  root" in out, out
+
+
+def test_serve_pages_name_runs_by_unique_prefixes(page: Any, lena: Path) -> None:
+    """The run list and the compare page show each run by its unique prefix, so the two runs never read alike."""
+    from trajdebug.serve import Server
+
+    with Server(lena, port=0) as srv:
+        page.goto(srv.url)
+        shown = page.locator("#runs tbody td.mono a").all_text_contents()
+        assert sorted(shown) == [MARCH, "support-lena-march-"], shown
+        page.goto(srv.url.replace("/?", "/compare?") if "/?" in srv.url else srv.url + "compare")
+        options = " ".join(page.locator("option").all_text_contents())
+        assert "support-lena-march- " in options and f"{MARCH} " in options, options
+        assert page.errors == []

@@ -68,7 +68,7 @@ def _step(run: Run, step: str) -> str:
     if len(hits) == 1:
         return hits[0]
     what = "matches several steps" if hits else "matches no step"
-    raise SourceError(f"run {run.run_id[:12]}: {step!r} {what} (give a step id, the short id shown as #000007, or a unique name)")
+    raise SourceError(f"run {run.run_id}: {step!r} {what} (give a step id, the short id shown as #000007, or a unique name)")
 
 
 def label(source: str | Path, run_id: str, step: str, *, by: str = "person") -> tuple[str, str]:
@@ -293,6 +293,8 @@ class Evaluation:
     fitted: int = 0
     """How many of the measured runs the model was fit on (`fit` records them): on those its score says how
     well it learned them, not how it ranks runs it never saw."""
+    source_ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """Every run id of the source, to show a run id by its prefix unique among them (`trajdebug.core.shortids`)."""
 
     def top(self, k: int) -> float | None:
         """Share of labelled runs whose root is in the first ``k`` (None: no labelled run)."""
@@ -356,7 +358,7 @@ def evaluate(
     loaded = load_model(model) if model is not None else None
     seen = set(_fitted_runs(loaded.meta)) if loaded is not None else set()
     fitted = sum(1 for r in out if r.run_id in seen)
-    return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have), fitted)
+    return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have), fitted, tuple(have))
 
 
 def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from trajdebug.core.lifecycle.machine import TERMINAL
 from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.shortids import shortener
 from trajdebug.record.registry import MIN_TRACKED_STR
 
 
@@ -490,6 +491,7 @@ def _separate_subagents(runs: Sequence[Run]) -> Iterable[Finding]:
                 callers.append((run, s))
     if not callers:
         return
+    short = shortener(r.run_id for r in runs)
     for sub in runs:
         if sub.end_ns is None or sub.continues is not None:
             continue
@@ -499,7 +501,7 @@ def _separate_subagents(runs: Sequence[Run]) -> Iterable[Finding]:
                     "lost-context",
                     run,
                     s,
-                    f"run {sub.run_id[:12]} ({sub.name}) was recorded separately while step {s.name} ran, which has no sub-steps",
+                    f"run {short(sub.run_id)} ({sub.name}) was recorded separately while step {s.name} ran, which has no sub-steps",
                     "pass trajdebug.inject() from the calling step and join with trajdebug.extract(headers) in the sub-agent",
                 )
                 break

@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajdebug.core.model import Score
+from trajdebug.core.model import Run, Score, ScoreValue
 from trajdebug.core.schema import make_score, score_record
 from trajdebug.sources.load import SourceError
 
@@ -164,7 +166,7 @@ def step_of(run: Any, given: str) -> str:
         return str(next(iter(hits)))
     what = "matches several steps" if hits else "matches no step"
     raise SourceError(
-        f"run {run.run_id[:12]}: step {given!r} {what} (give a step id, the short id shown as #000007, or a unique name)"
+        f"run {run.run_id}: step {given!r} {what} (give a step id, the short id shown as #000007, or a unique name)"
     )
 
 
@@ -189,4 +191,72 @@ def _append(log: Any, record: dict[str, Any]) -> None:
         raise SourceError(f"{log.path}: cannot append the score ({type(exc).__name__}: {exc})") from None
 
 
-__all__ = ["CURRENT", "save_score", "score", "step_of"]
+# -- reading scores: `runs --score`, serve's score filter, their scores column --------------------------------
+
+_OPS = ("<=", ">=", "!=", "<", ">", "=")
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreFilter:
+    """``runs --score``: a run has a score of this name (on itself or a step), and, with a bound, one that meets it."""
+
+    name: str
+    op: str | None = None
+    """``<``, ``<=``, ``>``, ``>=`` (numbers), ``=`` or ``!=`` (any value); None: any value."""
+    value: ScoreValue | None = None
+
+    def keeps(self, scores: Iterable[Score]) -> bool:
+        """Whether one of the scores meets the filter."""
+        return any(s.name == self.name and self._meets(s.value) for s in scores)
+
+    def _meets(self, v: ScoreValue) -> bool:
+        if self.op is None:
+            return True
+        if self.op in ("=", "!="):
+            same = type(v) is type(self.value) or (_number(v) and _number(self.value))
+            return (same and v == self.value) == (self.op == "=")
+        if not (_number(v) and _number(self.value)):
+            return False
+        a, b = float(v), float(self.value)  # type: ignore[arg-type]
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[self.op]
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_score_filter(text: str) -> ScoreFilter:
+    """``NAME``, or ``NAME`` then ``<``, ``<=``, ``>``, ``>=``, ``=`` or ``!=`` and a value (``helpfulness<0.5``).
+
+    Raises:
+        ValueError: no name, or a comparison of order with something that is not a number (the message says
+            which; `runs --score` and serve's score filter show it).
+    """
+    from trajdebug.core.schema import parse_value
+
+    for op in _OPS:
+        name, found, value = text.partition(op)
+        if found:
+            if not name.strip() or not value.strip():
+                raise ValueError(f"{text!r}: give NAME, or NAME<0.5, NAME>=3, NAME=rude")
+            parsed = parse_value(value)
+            if op not in ("=", "!=") and not _number(parsed):
+                raise ValueError(f"{text!r}: {op} compares numbers, got {value.strip()!r}")
+            return ScoreFilter(name.strip(), op, parsed)
+    if not text.strip():
+        raise ValueError("give a score name")
+    return ScoreFilter(text.strip())
+
+
+def score_cells(run: Run) -> str:
+    """A run's scores in one cell: ``name=value`` for the run's, ``step:name=value`` for a step's, in order."""
+    from trajdebug.core.schema import score_text
+
+    names = {s.step_id: s.name for s in run.steps}
+    return " ".join(
+        (f"{names.get(s.step_id, s.step_id)}:" if s.step_id else "") + f"{s.name}={score_text(s.value)}"
+        for s in run.scores
+    )
+
+
+__all__ = ["CURRENT", "ScoreFilter", "parse_score_filter", "save_score", "score", "score_cells", "step_of"]

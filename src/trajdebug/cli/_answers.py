@@ -49,20 +49,24 @@ def list_cmd(source: str | None, run_id: str | None, as_json: bool) -> None:
 
     path = store_path(source)
     try:
-        runs = [r for r in load_runs(path, run_id=run_id) if r.answers]
+        loaded = load_runs(path, run_id=run_id)
+        runs = [r for r in loaded if r.answers]
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         emit_json({"runs": [{"run_id": r.run_id, "answers": [answer_to_dict(a) for a in r.answers]} for r in runs]})
         return
     from trajdebug.core.escape import visible
+    from trajdebug.core.shortids import shortener
     from trajdebug.report.text import render_answers
 
+    # As `show`: one run named by --run is shown whole, else each by its prefix unique among the source's ids.
+    short = (lambda rid: rid) if run_id is not None else shortener(r.run_id for r in loaded)
     out = console()
     if not runs:
         out.print("no answers stored", markup=False)
     for r in runs:
-        out.print(f"run {visible(r.run_id[:12])}  {visible(r.name)}", markup=False, style="bold")
+        out.print(f"run {visible(short(r.run_id))}  {visible(r.name)}", markup=False, style="bold")
         render_answers(r, out)
 
 

@@ -85,13 +85,16 @@ def errors_cmd(
 
         click.echo("\n".join(errors_markdown(rep, r, history=not no_history) for r, rep in reports), nl=False)
         return
+    from trajdebug.core.shortids import shortener
     from trajdebug.report.errors import render_errors
 
     out = console(unwrapped_piped=False)  # a table laid out in 80 columns, each line ending in … if it must
+    # As `show`: one run named by --run is shown whole, else each by its prefix unique among the source's ids.
+    short = (lambda rid: rid) if run_id is not None else shortener(r.run_id for r in runs)
     for i, (r, rep) in enumerate(reports):
         if i:
             out.print()
-        render_errors(rep, out, r, history=not no_history)
+        render_errors(rep, out, r, history=not no_history, shown_id=short(r.run_id))
 
 
 def register(cli: click.Group) -> None:

@@ -41,7 +41,7 @@ def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None
     if as_json:
         emit_json({"source": path, "run_id": rid, "step_id": sid, "labels": str(sidecar(path))})
         return
-    click.echo(visible(f"run {rid[:12]}: root {sid} (labels in {sidecar(path)})"))
+    click.echo(visible(f"run {rid}: root {sid} (labels in {sidecar(path)})"))
 
 
 @click.command(name="eval")
@@ -94,12 +94,15 @@ def eval_cmd(source: str | None, model: str, as_json: bool, refs: tuple[str, ...
             "learned them, not how it ranks runs it never saw"
         )
     ranks = {r.run_id: r.rank for r in hand.results}
+    from trajdebug.core.shortids import shortener
+
+    short = shortener(ev.source_ids)
     # Each rank named by its ranking (nu26 F12: "rank 11, model 9" did not say "rank" was the hand ranking's).
     for r in ev.results[:RANKS_SHOWN]:
         by_model = "" if learned is None else f", model {r.rank or '-'}"
         # (Ids and step names come from the data: control characters in them are shown as escapes.)
         root = visible(r.step_name or r.step_id)
-        click.echo(f"  run {visible(r.run_id[:12])}  root {root}  hand ranking {ranks.get(r.run_id) or '-'}{by_model}")
+        click.echo(f"  run {visible(short(r.run_id))}  root {root}  hand ranking {ranks.get(r.run_id) or '-'}{by_model}")
     if len(ev.results) > RANKS_SHOWN:
         click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
 

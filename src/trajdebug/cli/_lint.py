@@ -87,13 +87,16 @@ def lint_cmd(
 
         # Piped (CI logs, grep), each finding's lines stay whole, as analyze's and show's do.
         out = console(unwrapped_piped=True)
+        from trajdebug.core.shortids import shortener
+
+        short = shortener(r.run_id for r in runs)
         # One entry per problem (code, step, fix), with the runs it shows in: 210 runs with the
         # same missing timeout are one line, not 210.
         for g in group_findings(findings):
             first = g.findings[0]
             where = f"step {g.step_name}" if g.step_name else "run"
             count = f"{g.runs} run{'s' * (g.runs != 1)}"
-            example = f" (e.g. run {first.run_id[:12]})" if g.runs > 1 else f" (run {first.run_id[:12]})"
+            example = f" (e.g. run {short(first.run_id)})" if g.runs > 1 else f" (run {short(first.run_id)})"
             info = "" if g.severity == "warning" else " (info: nothing to fix)"
             out.print(f"[bold]{escape(g.code)}[/bold]  {escape(where)}  {count}{escape(example)}{info}")
             out.print(f"    {escape(first.message)}")

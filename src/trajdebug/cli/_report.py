@@ -134,8 +134,10 @@ def _say_written(path: Path, run: Run, analysis: Analysis, how: str, as_json: bo
             }
         )
         return
+    from trajdebug.report.analysis import shown_id
+
     click.echo(
-        f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
+        f"wrote {path} ({size / 1024:.0f} KiB): run {shown_id(analysis, run.run_id)}, {run.outcome}, "
         f"{len(run.steps)} steps{how}; open it in a browser"
     )
 

@@ -24,7 +24,7 @@ from trajdebug.core.shortids import shortener
 
 
 if TYPE_CHECKING:
-    from trajdebug.cli._score import ScoreFilter
+    from trajdebug.scores import ScoreFilter
     from trajdebug.search import StepMatch
     from trajdebug.store import RunSummary
 
@@ -344,7 +344,7 @@ def _print_runs(picked: _Picked) -> None:
     from trajdebug.usage import format_cost, format_tokens
 
     table = Table(box=None, pad_edge=False)
-    from trajdebug.cli._score import score_cells
+    from trajdebug.scores import score_cells
 
     # The scores column only when a listed run has a score: a store nobody scored lists as it always did.
     cells = [score_cells(row.run) if row.run is not None else "" for row in picked.rows]

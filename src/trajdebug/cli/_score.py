@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import click
 
 from trajdebug.cli._common import emit_json, fail, json_option, store_path
-from trajdebug.core.model import Run, Score, ScoreValue
+from trajdebug.core.model import Run, Score
+from trajdebug.scores import ScoreFilter, parse_score_filter
 
 
 @click.command(name="score")
@@ -102,69 +102,21 @@ def register(cli: click.Group) -> None:
 
 # -- ways out: what `runs` and `show` print of the scores -------------------------------------------
 
-_OPS = ("<=", ">=", "!=", "<", ">", "=")
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreFilter:
-    """``runs --score``: a run has a score of this name (on itself or a step), and, with a bound, one that meets it."""
-
-    name: str
-    op: str | None = None
-    """``<``, ``<=``, ``>``, ``>=`` (numbers), ``=`` or ``!=`` (any value); None: any value."""
-    value: ScoreValue | None = None
-
-    def keeps(self, scores: Iterable[Score]) -> bool:
-        """Whether one of the scores meets the filter."""
-        return any(s.name == self.name and self._meets(s.value) for s in scores)
-
-    def _meets(self, v: ScoreValue) -> bool:
-        if self.op is None:
-            return True
-        if self.op in ("=", "!="):
-            same = type(v) is type(self.value) or (_number(v) and _number(self.value))
-            return (same and v == self.value) == (self.op == "=")
-        if not (_number(v) and _number(self.value)):
-            return False
-        a, b = float(v), float(self.value)  # type: ignore[arg-type]
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[self.op]
-
-
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def parse_filter(text: str) -> ScoreFilter:
-    """``NAME``, or ``NAME`` then ``<``, ``<=``, ``>``, ``>=``, ``=`` or ``!=`` and a value (``helpfulness<0.5``).
+    """``NAME``, or ``NAME`` then ``<``, ``<=``, ``>``, ``>=``, ``=`` or ``!=`` and a value (``helpfulness<0.5``):
+    `trajdebug.scores.parse_score_filter`, its error as the option's.
 
     Raises:
         click.BadParameter: no name, or a comparison of order with something that is not a number.
     """
-    from trajdebug.core.schema import parse_value
-
-    for op in _OPS:
-        name, found, value = text.partition(op)
-        if found:
-            if not name.strip() or not value.strip():
-                raise click.BadParameter(f"{text!r}: give NAME, or NAME<0.5, NAME>=3, NAME=rude", param_hint="--score")
-            parsed = parse_value(value)
-            if op not in ("=", "!=") and not _number(parsed):
-                raise click.BadParameter(f"{text!r}: {op} compares numbers, got {value.strip()!r}", param_hint="--score")
-            return ScoreFilter(name.strip(), op, parsed)
-    if not text.strip():
-        raise click.BadParameter("give a score name", param_hint="--score")
-    return ScoreFilter(text.strip())
+    try:
+        return parse_score_filter(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--score") from None
 
 
-def score_cells(run: Run) -> str:
-    """A run's scores in one cell: ``name=value`` for the run's, ``step:name=value`` for a step's, in order."""
-    from trajdebug.core.schema import score_text
-
-    names = {s.step_id: s.name for s in run.steps}
-    return " ".join(
-        (f"{names.get(s.step_id, s.step_id)}:" if s.step_id else "") + f"{s.name}={score_text(s.value)}"
-        for s in run.scores
-    )
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def score_means(runs_scores: Iterable[Iterable[Score]]) -> dict[str, dict[str, float | int]]:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.core.codec import dumps_str, loads
-from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, Score, StageChange, Step
+from trajdebug.core.schema import decode_score
 from trajdebug.sessions import session_of
 from trajdebug.usage import Usage, default_prices, step_usage, total_usage
 
@@ -118,6 +119,21 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("key", "string"),
         ("upstream_run_id", "string"),
     ),
+    # The scores of the run and its steps (`trajdebug.score`) as `runs --json` gives them; ``value_json`` is the
+    # exact value, ``value_number`` the same when numeric (for queries: AVG, a bound).  Comments are as stored:
+    # redacted when they were written.
+    "scores": (
+        ("run_id", "string"),
+        ("step_id", "string"),
+        ("seq", "int32"),
+        ("name", "string"),
+        ("value_json", "string"),
+        ("value_number", "float64"),
+        ("source", "string"),
+        ("by", "string"),
+        ("comment", "string"),
+        ("at_ns", "int64"),
+    ),
     "analyses": (
         ("run_id", "string"),
         ("name", "string"),
@@ -139,8 +155,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """Every table's columns and their Parquet (Arrow) types; every column is nullable."""
 
-TABLES = ("runs", "steps", "errors", "dependencies")
-"""The tables every dataset has (``analyses`` is optional)."""
+TABLES = ("runs", "steps", "errors", "dependencies", "scores")
+"""The tables every dataset has (``analyses`` is optional; a dataset written before scores has no ``scores``)."""
 
 
 def _schema(table: str) -> Any:
@@ -212,6 +228,7 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
             }
             for d in s.deps
         )
+    rows["scores"].extend(_score_row(run.run_id, i, s) for i, s in enumerate(run.scores))
     for i, err in enumerate(run.errors):
         rows["errors"].append(
             {
@@ -233,6 +250,22 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "attributes_json": _json(dict(err.attributes)) if err.attributes else None,
             }
         )
+
+
+def _score_row(rid: str, i: int, s: Score) -> dict[str, Any]:
+    number = isinstance(s.value, (int, float)) and not isinstance(s.value, bool)
+    return {
+        "run_id": rid,
+        "step_id": s.step_id,
+        "seq": i,
+        "name": s.name,
+        "value_json": _json(s.value),
+        "value_number": float(s.value) if number else None,
+        "source": s.source,
+        "by": s.by,
+        "comment": s.comment,
+        "at_ns": s.at_ns,
+    }
 
 
 def _run_row(run: Run, total: Any) -> dict[str, Any]:
@@ -491,6 +524,12 @@ def read_part(path: str | Path, part: str, run_ids: Sequence[str] | None = None)
                 _opt_json(e["attributes_json"]) or {},
             )
         )
+    scores: dict[str, list[Score]] = {}
+    problems: list[str] = []
+    for sc in sorted(_read(p, "scores", part, want), key=lambda r: (r["run_id"], r["seq"])):
+        got = decode_score({**sc, "value": _opt_json(sc["value_json"])}, problems)
+        if got is not None:
+            scores.setdefault(sc["run_id"], []).append(got)
     return [
         Run(
             run_id=r["run_id"],
@@ -503,6 +542,7 @@ def read_part(path: str | Path, part: str, run_ids: Sequence[str] | None = None)
             steps=tuple(steps.get(r["run_id"], ())),
             errors=tuple(errors.get(r["run_id"], ())),
             continues=r["continues"],
+            scores=tuple(scores.get(r["run_id"], ())),
         )
         for r in _read(p, "runs", part, want)
     ]

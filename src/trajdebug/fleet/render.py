@@ -69,9 +69,7 @@ def group_markdown(g: Group, rank: int | None = None) -> str:
     if g.examples:
         lines.append("- **examples**:")
         lines.extend(f"  - `{_md(r)}` at {_when(t)}: {_md(m)}" for t, r, m in g.examples)
-    lines.append(
-        f"\nReproduce: `trajdebug analyze SOURCE --run {g.examples[0][1][:12]}`" if g.examples else ""
-    )
+    lines.append(f"\nReproduce: `trajdebug analyze SOURCE --run {g.examples[0][1]}`" if g.examples else "")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -93,7 +93,14 @@ def _cell(text: str, width: int) -> str:
 _COLUMNS = (("error", 9), ("step", 23), ("stage", 10), ("parent", 17), ("severity", 8))
 
 
-def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, history: bool = True) -> None:
+def render_errors(
+    report: ErrorReport,
+    console: Any,
+    run: Run | None = None,
+    *,
+    history: bool = True,
+    shown_id: str | None = None,
+) -> None:
     """Print the error chains of a run on a rich console (fits 80 columns).
 
     Each error takes two lines: its id, step, final stage, parent error (with
@@ -104,6 +111,8 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
         console: A ``rich.console.Console``.
         run: The run, for step names (ids only without it).
         history: Also print the stage history of the errors in critical chains.
+        shown_id: The run id as the header shows it (`trajdebug.core.shortids`: unique in the source); by
+            default the whole id.
     """
     from rich.text import Text
 
@@ -118,7 +127,7 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
         ]
     )
     head = Text()
-    head.append(f"errors of run {one_line(report.run_id[:12])}  ", style="bold")
+    head.append(f"errors of run {one_line(shown_id or report.run_id)}  ", style="bold")
     head.append(report.outcome, style=OUTCOME_STYLE.get(report.outcome, "white"))
     head.append(f"  {_headline(report)}")
     console.print(head)

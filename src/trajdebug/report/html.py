@@ -160,9 +160,27 @@ def report_data(
         "chat": chat_views(run, _capped),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
         "same_input": same_input_doc(analysis, same_input),
+        "short_ids": short_ids(analysis, (same_input or {}).get("run_id")),
         **scores_doc(run, score_endpoint),
     }
     return data
+
+
+def short_ids(analysis: Any, parted: str | None = None) -> dict[str, str]:
+    """The other runs the page names (passing runs compared, earlier turns, a dependency's run) by the prefix
+    `analyze` shows them by: unique among the source's run ids (`trajdebug.report.analysis.shown_id`), where a cut
+    to 12 characters could read as another run's (newuser65); ``parted``: the same-input run the caller found."""
+    from trajdebug.report.analysis import shown_id
+
+    run = analysis.run
+    named = {
+        run.run_id,
+        *analysis.references,
+        *analysis.same_input,
+        *(r.run_id for r in analysis.previous or ()),
+    }
+    named |= {d.run_id for s in run.steps for d in s.deps if d.run_id} | ({parted} if parted else set())
+    return {rid: shown_id(analysis, rid) for rid in sorted(named)}
 
 
 def scores_doc(run: Run, endpoint: str | None) -> dict[str, Any]:

@@ -73,7 +73,7 @@ def agent_of(step: Step | None, parent: Step | None) -> str | None:
 def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:
     """``name#id (kind, origin[ confidence])``."""
     src = steps.get(d.step_id)
-    name = src.name if src is not None else (f"run {d.run_id[:8]}" if d.run_id else "?")
+    name = src.name if src is not None else (f"run {d.run_id}" if d.run_id else "?")
     how = d.origin if d.origin != "inferred" else f"inferred {d.confidence:.2f}"
     # The lineage's relayed edges keep their "via FIELD" in the key (`trajdebug.analysis.lineage`): one "via" shown.
     key = f" via {d.key.removeprefix('via ')}" if d.key else ""

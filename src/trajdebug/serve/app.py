@@ -34,6 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from trajdebug.analysis import GraphError
+from trajdebug.scores import parse_score_filter
 from trajdebug.serve.catalog import SORT_KEYS, Catalog, Query, RunEntry
 from trajdebug.sources.load import SourceError
 from trajdebug.usage import format_cost, format_tokens
@@ -76,6 +77,12 @@ def query_from(params: Any) -> Query:
     sort = params.get("sort") or "started"
     if sort not in SORT_KEYS:
         raise BadQuery(f"sort: {sort!r} is not one of {', '.join(SORT_KEYS)}")
+    try:
+        # The same filter as `runs --score`, each ``score`` parameter one (all must hold).
+        given = params.getlist("score") if hasattr(params, "getlist") else [params.get("score") or ""]
+        scores = tuple(parse_score_filter(t) for t in given if t.strip())
+    except ValueError as exc:
+        raise BadQuery(f"score: {exc}") from None
     order = params.get("order") or "desc"
     if order not in ("asc", "desc"):
         raise BadQuery(f"order: {order!r} is not asc or desc")
@@ -92,6 +99,7 @@ def query_from(params: Any) -> Query:
         cause=params.get("cause") or None,
         text=params.get("q") or None,
         derived=params.get("all") in ("1", "on", "true"),
+        scores=scores,
     )
 
 
@@ -219,7 +227,7 @@ class _Pages:
         self._parted: tuple[Any, Any, dict[str, Any]] | None = None
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(source=str(self.source), **ctx), status_code=status)
+        return HTMLResponse(self.env.get_template(name).render(source=str(self.source), short=self.catalog.short, **ctx), status_code=status)
 
     def problem(self, message: str, status: int) -> HTMLResponse:
         return self.page("message.html", status, title="trajdebug", message=message)
@@ -239,6 +247,8 @@ class _Pages:
             matched={e.run_id: self.catalog.matched(e.run_id, q.text) for e in entries} if q.text else {},
             q=params,
             hidden=0 if q.derived else self.catalog.hidden(),
+            # The scores column only when a listed run has a score, as `runs` (a store nobody scored lists as before).
+            scored=any(e.scores for e in entries),
             sort_links=_sort_links(params, q),
             heading=None,
         )
@@ -288,6 +298,8 @@ class _Pages:
             d["duration"] = _duration(e)
             d["tokens_text"] = format_tokens(e.tokens)
             d["cost_text"] = format_cost(e.cost)
+            d["short_id"] = self.catalog.short(e.run_id)
+            d["scores_text"] = e.scores_text
             if q.text:
                 d["matched"] = [m.to_dict() for m in self.catalog.matched(e.run_id, q.text)]
             rows.append(d)

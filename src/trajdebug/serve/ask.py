@@ -106,7 +106,7 @@ def store_answer(source: str | Path, analysis: Analysis, answer: Answer, answers
     """
     run = analysis.run
     if answer.step_id not in {s.step_id for s in run.steps}:
-        raise BadAnswer(f"step_id: run {run.run_id[:12]} has no step {answer.step_id[:40]!r}")
+        raise BadAnswer(f"step_id: run {run.run_id} has no step {answer.step_id[:40]!r}")
     # The question the page showed was worked out over the stored answers (`ask_state`): an answer to it is
     # stored with what it was asked as (an audit, a question), so the next request's search takes it so too.
     search = GuidedSearch(analysis, answers, once=True)

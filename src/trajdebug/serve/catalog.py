@@ -22,14 +22,17 @@ needed: for the run page, and for the runs a list shows or filters by cause.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis
 from trajdebug.api import analyze_source
-from trajdebug.core.model import Run
+from trajdebug.core.model import Run, Score
+from trajdebug.core.schema import score_to_dict
+from trajdebug.core.shortids import shortener
+from trajdebug.scores import ScoreFilter, score_cells
 from trajdebug.search import StepMatch, search_run, value_text
 from trajdebug.sessions import Session, group_sessions, has_tag, run_tags, session_of, user_in
 from trajdebug.sources.load import SourceError, load_runs
@@ -77,6 +80,10 @@ class RunEntry:
     """The session the run belongs to (`trajdebug.sessions`)."""
     user: str | None = None
     """The run's user (`trajdebug.sessions.user_in`)."""
+    scores: tuple[Score, ...] = ()
+    """The run's and its steps' scores (`trajdebug.scores`), which the score filter reads."""
+    scores_text: str = ""
+    """Those scores in one cell, as `runs` shows them (`trajdebug.scores.score_cells`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the text index left out)."""
@@ -96,6 +103,7 @@ class RunEntry:
             "cost": self.cost,
             "session": self.session,
             "user": self.user,
+            "scores": [score_to_dict(s) for s in self.scores],
         }
 
 
@@ -123,6 +131,8 @@ class Query:
     """Only the runs of this session."""
     user: str | None = None
     """Only the runs of this user (`trajdebug.sessions.user_in`)."""
+    scores: tuple[ScoreFilter, ...] = ()
+    """Only runs with a score each of these keeps, as `runs --score` (`trajdebug.scores.ScoreFilter`)."""
     sort: str = "started"
     """The column to sort by (`SORT_KEYS`)."""
     descending: bool = True
@@ -171,6 +181,8 @@ def _matches(e: RunEntry, q: Query) -> bool:
         return False
     if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
         return False
+    if not all(f.keeps(e.scores) for f in q.scores):
+        return False
     return not q.text or all(word in e.text for word in q.text.lower().split())
 
 
@@ -193,6 +205,8 @@ class Catalog:
         self._file_version: Any = None
         self._store: Store | None = None
         self._prices = default_prices()
+        self._short: tuple[int, Callable[[str], str]] | None = None
+        """The shortener of the run ids, made again when runs come or go (keyed by their count)."""
 
     # -- refreshing ---------------------------------------------------------------------
 
@@ -249,6 +263,7 @@ class Catalog:
 
     def _drop(self, run_id: str) -> Run | None:
         run = self._runs.get(run_id)
+        self._short = None
         for table in (self._runs, self._entries, self._versions, self._analyses):
             table.pop(run_id, None)
         self._stale.discard(run_id)
@@ -296,6 +311,8 @@ class Catalog:
             text="\n".join(words).lower(),
             tokens=usage.total_tokens,
             cost=usage.cost,
+            scores=run.scores,
+            scores_text=score_cells(run),
             session=session_of(run),
         )
 
@@ -364,6 +381,14 @@ class Catalog:
         if len(found) != 1:
             raise KeyError(f"{'no' if not found else 'more than one'} run {run_id!r}")
         return found[0]
+
+    def short(self, run_id: str) -> str:
+        """A run id as the pages show it: the shortest prefix of 12 or more characters no other run of the
+        source starts with (`trajdebug.core.shortids`), so a shown id always finds its run."""
+        with self._lock:
+            if self._short is None or self._short[0] != len(self._runs):
+                self._short = (len(self._runs), shortener(self._runs))
+            return self._short[1](run_id)
 
     def run(self, run_id: str) -> Run:
         """One run (id or unique prefix), as it is now.

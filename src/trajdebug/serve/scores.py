@@ -47,7 +47,7 @@ def parse_score(body: bytes, content_type: str, origin: str | None, host: str | 
         raise BadScore('a score is an object: {"name": ..., "value": ..., "comment": ..., "by": ..., "source": ...}')
     sid = data.get("step_id") or None
     if sid is not None and (not isinstance(sid, str) or sid not in {s.step_id for s in run.steps}):
-        raise BadScore(f"score field 'step_id': run {run.run_id[:12]} has no step {str(sid)[:40]!r}")
+        raise BadScore(f"score field 'step_id': run {run.run_id} has no step {str(sid)[:40]!r}")
     value = data.get("value")
     try:
         return make_score(

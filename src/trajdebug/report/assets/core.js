@@ -5,6 +5,9 @@
 
 const D = JSON.parse(document.getElementById("trajdebug-data").textContent);
 const RUN = D.run;
+// Another run's id as `analyze` shows it (`report.html.short_ids`: unique in the source); whole when not listed.
+const SHORT_IDS = D.short_ids || {};
+function shortRun(rid) { return SHORT_IDS[rid] || String(rid); }
 const ANALYSIS = D.analysis || {};
 const LIFE = D.lifecycle || { errors: [], chains: [] };
 const SVGNS = "http://www.w3.org/2000/svg";

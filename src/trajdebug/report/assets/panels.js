@@ -208,7 +208,7 @@ function sameInputLine(S) {
   // Whether the ranking compared it: `analyze` pairs the newest passing run of the same input in the source, which
   // the newest 50 references may leave out (or a run recorded to verify another, never a reference).
   const which = !S.compared ? " (not among the runs compared)" : S.references === 1 ? " (the run compared)" : " (one of the " + S.references + " runs compared)";
-  p.append("same input: passing run ", el("span", { class: "mono", title: S.run_id }, String(S.run_id).slice(0, 12)), which);
+  p.append("same input: passing run ", el("span", { class: "mono", title: S.run_id }, shortRun(S.run_id)), which);
   if (S.matched_by) {
     const key = MATCHED_KEY[S.matched_by];
     const what = key ? key + (S.matched_value ? ": " + S.matched_value : "") : (S.first_step || "");
@@ -248,7 +248,7 @@ function depList(items, dir) {
     const conf = typeof d.confidence === "number" ? d.confidence : 1;
     const how = d.origin === "inferred" ? "inferred " + conf.toFixed(2) : d.origin;
     const other = d.run_id && d.run_id !== RUN.run_id;
-    const target = other ? el("span", {}, "run " + String(d.run_id).slice(0, 8) + " #" + shortId(d.step_id))
+    const target = other ? el("span", {}, "run " + shortRun(d.run_id) + " #" + shortId(d.step_id))
       : el("button", { type: "button", class: "linkish", "data-step": id }, label(id));
     return el("li", {}, target, el("span", { class: "dep-kind k-" + d.kind }, " " + d.kind), el("span", { class: "note" }, " " + how + (d.key ? " via " + d.key.replace(/^via /, "") : "")));
   }));

@@ -7,6 +7,8 @@
   const params = new URLSearchParams(window.location.search);
   params.delete("token");
   let known = "";
+  // The scores column is there when the page was served with a scored run in the list (`runs.html`).
+  const scored = !!document.getElementById("scores-col");
 
   function cell(text, cls) {
     const td = document.createElement("td");
@@ -25,7 +27,7 @@
     tr.dataset.run = r.run_id;
     tr.className = "o-" + r.outcome;
     const id = cell("", "mono");
-    id.appendChild(link("/runs/" + encodeURIComponent(r.run_id), r.run_id.slice(0, 12)));
+    id.appendChild(link("/runs/" + encodeURIComponent(r.run_id), r.short_id || r.run_id));
     const outcome = cell("");
     const chip = document.createElement("span");
     chip.className = "outcome o-" + r.outcome;
@@ -52,7 +54,8 @@
     if (r.session) session.appendChild(link("/sessions/" + encodeURIComponent(r.session), r.session.slice(0, 24)));
     tr.append(id, cell(r.name, "name"), outcome, cell(String(r.steps), "num"), cell(String(r.errors), "num"),
       cell(r.tokens_text, "num tokens"), cell(r.cost_text, "num cost"),
-      cell(r.started), cell(r.duration, "num"), session, cell(r.causes[0] || "", "cause"), note, cmp);
+      cell(r.started), cell(r.duration, "num"), session, cell(r.causes[0] || "", "cause"),
+      ...(scored ? [cell(r.scores_text || "", "scores")] : []), note, cmp);
     return tr;
   }
   async function poll() {
@@ -62,7 +65,7 @@
       const res = await fetch("/api/runs?" + params.toString(), { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) return;
       const data = await res.json();
-      const sig = data.runs.map((r) => [r.run_id, r.outcome, r.steps, r.errors, r.causes[0] || ""].join(":")).join(",");
+      const sig = data.runs.map((r) => [r.run_id, r.outcome, r.steps, r.errors, r.causes[0] || "", r.scores_text || ""].join(":")).join(",");
       if (sig !== known) {
         known = sig;
         while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
