@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.core.model import Run, Score, ScoreValue
-from trajdebug.core.schema import make_score, score_record
+from trajdebug.core.schema import make_score, numeric, score_record
 from trajdebug.sources.load import SourceError
 
 
@@ -213,16 +213,12 @@ class ScoreFilter:
         if self.op is None:
             return True
         if self.op in ("=", "!="):
-            same = type(v) is type(self.value) or (_number(v) and _number(self.value))
+            same = type(v) is type(self.value) or (numeric(v) and numeric(self.value))
             return (same and v == self.value) == (self.op == "=")
-        if not (_number(v) and _number(self.value)):
+        if not (numeric(v) and numeric(self.value)):
             return False
         a, b = float(v), float(self.value)  # type: ignore[arg-type]
         return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[self.op]
-
-
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def parse_score_filter(text: str) -> ScoreFilter:
@@ -240,7 +236,7 @@ def parse_score_filter(text: str) -> ScoreFilter:
             if not name.strip() or not value.strip():
                 raise ValueError(f"{text!r}: give NAME, or NAME<0.5, NAME>=3, NAME=rude")
             parsed = parse_value(value)
-            if op not in ("=", "!=") and not _number(parsed):
+            if op not in ("=", "!=") and not numeric(parsed):
                 raise ValueError(f"{text!r}: {op} compares numbers, got {value.strip()!r}")
             return ScoreFilter(name.strip(), op, parsed)
     if not text.strip():

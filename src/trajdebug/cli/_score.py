@@ -8,6 +8,7 @@ import click
 
 from trajdebug.cli._common import emit_json, fail, json_option, store_path
 from trajdebug.core.model import Run, Score
+from trajdebug.core.schema import numeric
 from trajdebug.scores import ScoreFilter, parse_score_filter
 
 
@@ -115,16 +116,12 @@ def parse_filter(text: str) -> ScoreFilter:
         raise click.BadParameter(str(exc), param_hint="--score") from None
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def score_means(runs_scores: Iterable[Iterable[Score]]) -> dict[str, dict[str, float | int]]:
     """Each numeric score's mean over the runs' scores (booleans and categories left out): name -> mean, n."""
     sums: dict[str, list[float]] = {}
     for scores in runs_scores:
         for s in scores:
-            if _number(s.value):
+            if numeric(s.value):
                 sums.setdefault(s.name, []).append(float(s.value))
     return {name: {"mean": sum(v) / len(v), "n": len(v)} for name, v in sorted(sums.items())}
 

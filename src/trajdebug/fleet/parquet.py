@@ -21,7 +21,7 @@ from typing import Any
 
 from trajdebug.core.codec import dumps_str, loads
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, Score, StageChange, Step
-from trajdebug.core.schema import decode_score
+from trajdebug.core.schema import decode_score, numeric
 from trajdebug.fleet._parquet_schema import (
     COLUMNS,
     FORMAT,
@@ -114,7 +114,7 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def _score_row(rid: str, i: int, s: Score) -> dict[str, Any]:
-    number = isinstance(s.value, (int, float)) and not isinstance(s.value, bool)
+    number = numeric(s.value)
     return {
         "run_id": rid,
         "step_id": s.step_id,

@@ -95,6 +95,7 @@ from trajdebug.core.schema._runs import (
 from trajdebug.core.schema._scores import (
     decode_score,
     make_score,
+    numeric,
     parse_value,
     score_record,
     score_text,
@@ -121,6 +122,7 @@ __all__ = [
     "make_score",
     "parse_value",
     "score_record",
+    "numeric",
     "score_text",
     "score_to_dict",
     "latest_answers",

@@ -178,6 +178,11 @@ def decode_score(r: Mapping[str, Any], problems: list[str]) -> Score | None:
         return None
 
 
+def numeric(value: object) -> bool:
+    """Whether a score's value is a number (a boolean is not: it orders and averages as no score does)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def score_text(value: ScoreValue) -> str:
     """A score's value as people read it: ``true``/``false``, a number without a float's noise, a category."""
     if isinstance(value, bool):
@@ -192,6 +197,7 @@ __all__ = [
     "NAME_MAX",
     "decode_score",
     "make_score",
+    "numeric",
     "parse_value",
     "score_record",
     "score_text",
